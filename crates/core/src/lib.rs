@@ -1,0 +1,258 @@
+//! Context Keeper's shared vocabulary.
+//!
+//! # Brief overview
+//! A [`Document`] is kept whole; its text is what every [`Span`] points into. A chunker turns a
+//! document into [`Chunk`]s (byte spans with an ordinal, a depth in the chunk tree and a parent);
+//! a store gives each stored chunk a [`ChunkId`]; retrieval returns [`ChunkHit`]s.
+//!
+//! This crate has no heavy dependencies so every other crate can use it.
+//!
+//! ```
+//! use ckeep_core::{Document, Span};
+//! let doc = Document::new("a", "Title", "Hello world.");
+//! let span = Span::new(0, 5);
+//! assert_eq!(span.slice(&doc.text), "Hello");
+//! ```
+
+use std::fmt;
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+/// A half-open byte range `[start, end)` into a document's stored text.
+///
+/// Spans are the currency of provenance: a chunk, a hit or an expanded context is always a set of
+/// spans into the text that the store keeps, so citations can be checked byte for byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(into = "[usize; 2]", from = "[usize; 2]")]
+pub struct Span {
+    /// First byte of the span.
+    pub start: usize,
+    /// One past the last byte of the span.
+    pub end: usize,
+}
+
+impl Span {
+    /// Builds a span; `start` must not exceed `end`.
+    pub fn new(start: usize, end: usize) -> Self {
+        debug_assert!(start <= end, "span start {start} after end {end}");
+        Self { start, end }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether the span covers no byte.
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Whether `other` lies inside this span.
+    pub fn contains(&self, other: Span) -> bool {
+        self.start <= other.start && other.end <= self.end
+    }
+
+    /// The text this span covers. Panics if the span is out of bounds or splits a character,
+    /// which a chunker never produces (see [`Span::is_valid_in`]).
+    pub fn slice<'t>(&self, text: &'t str) -> &'t str {
+        &text[self.start..self.end]
+    }
+
+    /// Whether the span lies inside `text` and starts and ends on character boundaries.
+    pub fn is_valid_in(&self, text: &str) -> bool {
+        self.start <= self.end
+            && self.end <= text.len()
+            && text.is_char_boundary(self.start)
+            && text.is_char_boundary(self.end)
+    }
+
+    /// The span as a `Range`, for slicing.
+    pub fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+}
+
+impl From<Span> for [usize; 2] {
+    fn from(s: Span) -> Self {
+        [s.start, s.end]
+    }
+}
+
+impl From<[usize; 2]> for Span {
+    fn from([start, end]: [usize; 2]) -> Self {
+        Self { start, end }
+    }
+}
+
+impl From<Range<usize>> for Span {
+    fn from(r: Range<usize>) -> Self {
+        Self::new(r.start, r.end)
+    }
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{}", self.start, self.end)
+    }
+}
+
+/// A document as Context Keeper keeps it: whole, with normalised UTF-8 text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// The user's identifier (a path for files, the `id`/`_id`/`doc_id` field for JSONL).
+    pub id: String,
+    /// A human title; may be empty.
+    pub title: String,
+    /// The stored text; every span of this document points into it.
+    pub text: String,
+    /// Free-form JSON metadata supplied with the document (an object, or null).
+    #[serde(default)]
+    pub metadata: serde_json::Value,
+    /// Where the document came from (file path, `file.jsonl:LINE`), for messages.
+    #[serde(default)]
+    pub source: String,
+}
+
+impl Document {
+    /// A document with no metadata and no source.
+    pub fn new(id: impl Into<String>, title: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            title: title.into(),
+            text: text.into(),
+            metadata: serde_json::Value::Null,
+            source: String::new(),
+        }
+    }
+
+    /// Hash of everything that is stored about the document (title, text, metadata). Re-adding
+    /// a document with the same hash is a no-op; a different hash replaces it.
+    pub fn content_hash(&self) -> ContentHash {
+        let mut h = blake3::Hasher::new();
+        for part in [self.title.as_bytes(), self.text.as_bytes()] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        h.update(self.metadata.to_string().as_bytes());
+        ContentHash(*h.finalize().as_bytes())
+    }
+}
+
+/// A 32-byte BLAKE3 digest of a document's stored content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ContentHash(pub [u8; 32]);
+
+impl ContentHash {
+    /// Lower-case hex form, as stored and shown.
+    pub fn to_hex(&self) -> String {
+        use fmt::Write;
+        self.0.iter().fold(String::with_capacity(64), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    }
+}
+
+/// A chunk as a chunker produces it: a span of one document plus its place in the chunk tree.
+///
+/// Chunks of one document are numbered by `ordinal` in pre-order (a parent comes before its
+/// children, siblings in text order); `parent` is the parent's ordinal. Depth 0 is the top.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// Bytes of the document this chunk covers.
+    pub span: Span,
+    /// Position in the document's pre-order chunk list.
+    pub ordinal: u32,
+    /// Depth in the chunk tree (0 = top level).
+    pub depth: u16,
+    /// Ordinal of the parent chunk, if any.
+    pub parent: Option<u32>,
+    /// Whether the chunk has no children; leaves are what retrieval indexes.
+    pub leaf: bool,
+    /// Headings above the chunk, outermost first, e.g. `["# Intro", "## Setup"]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headings: Vec<String>,
+}
+
+impl Chunk {
+    /// The heading path joined as `# Chapter > ## Section`.
+    pub fn heading_path(&self) -> String {
+        self.headings.join(" > ")
+    }
+}
+
+/// The store's identifier of one stored chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ChunkId(pub i64);
+
+impl fmt::Display for ChunkId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A scored chunk, as a retriever returns it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ChunkHit {
+    /// The chunk.
+    pub chunk: ChunkId,
+    /// Higher is better; the scale depends on the retriever.
+    pub score: f32,
+}
+
+/// Orders hits best first, breaking ties by chunk id so rankings are deterministic.
+pub fn rank_order(a: &ChunkHit, b: &ChunkHit) -> std::cmp::Ordering {
+    b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn span_validity_respects_char_boundaries() {
+        let text = "héllo";
+        assert!(Span::new(0, 1).is_valid_in(text));
+        assert!(!Span::new(0, 2).is_valid_in(text), "splits the two-byte é");
+        assert!(Span::new(0, 3).is_valid_in(text));
+        assert!(!Span::new(0, 7).is_valid_in(text), "out of bounds");
+    }
+
+    #[test]
+    fn span_serialises_as_pair() {
+        let s = serde_json::to_string(&Span::new(3, 9)).unwrap();
+        assert_eq!(s, "[3,9]");
+        assert_eq!(serde_json::from_str::<Span>("[3,9]").unwrap(), Span::new(3, 9));
+    }
+
+    #[test]
+    fn content_hash_changes_with_any_field() {
+        let a = Document::new("x", "t", "body");
+        let mut b = a.clone();
+        assert_eq!(a.content_hash(), b.content_hash());
+        b.title = "t2".into();
+        assert_ne!(a.content_hash(), b.content_hash());
+        let mut c = a.clone();
+        c.metadata = serde_json::json!({"k": 1});
+        assert_ne!(a.content_hash(), c.content_hash());
+        // Length prefixes keep ("ab","c") and ("a","bc") apart.
+        let d = Document::new("x", "ab", "c");
+        let e = Document::new("x", "a", "bc");
+        assert_ne!(d.content_hash(), e.content_hash());
+    }
+
+    #[test]
+    fn rank_order_breaks_ties_by_id() {
+        let mut hits = vec![
+            ChunkHit { chunk: ChunkId(5), score: 1.0 },
+            ChunkHit { chunk: ChunkId(2), score: 1.0 },
+            ChunkHit { chunk: ChunkId(9), score: 2.0 },
+        ];
+        hits.sort_by(rank_order);
+        let ids: Vec<i64> = hits.iter().map(|h| h.chunk.0).collect();
+        assert_eq!(ids, [9, 2, 5]);
+    }
+}

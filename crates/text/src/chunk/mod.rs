@@ -1,0 +1,115 @@
+//! Chunkers: a document's text in, a pre-ordered tree of byte spans out.
+//!
+//! Every chunker guarantees, for any input (checked by property tests):
+//! - every span lies in the text and on character boundaries, and is trimmed of whitespace;
+//! - leaves come in text order, and together they cover every non-whitespace character
+//!   (overlapping word windows cover some twice);
+//! - sizes stay within the spec's bounds (`words:N` ≤ N words, `markdown:N` ≤ N units, each
+//!   `hierarchy` level ≤ its size), except a single grapheme larger than the bound;
+//! - a parent's span contains its children's.
+//!
+//! Sizes for `markdown` and `hierarchy` are counted by a [`SizeCounter`]: words by default
+//! ([`WordCounter`]), a model's tokenizer when one is configured.
+
+mod layout;
+mod paragraphs;
+mod spec;
+mod structure;
+mod words;
+
+use ckeep_core::{Chunk, Span};
+use unicode_segmentation::UnicodeSegmentation;
+
+pub use spec::{ChunkerSpec, WordsSize};
+
+/// Counts the size of a piece of text in the unit chunk sizes are given in.
+pub trait SizeCounter: Send + Sync {
+    /// Size of `text`.
+    fn count(&self, text: &str) -> usize;
+    /// The unit's name for messages and `--help` (`words`, `tokens`).
+    fn unit(&self) -> &str;
+}
+
+/// Counts whitespace-separated words: the size unit when no model tokenizer is configured.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WordCounter;
+
+impl SizeCounter for WordCounter {
+    fn count(&self, text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+
+    fn unit(&self) -> &str {
+        "words"
+    }
+}
+
+impl ChunkerSpec {
+    /// Cuts `text` into chunks as this spec says. Whitespace-only text gives no chunks.
+    pub fn chunk(&self, text: &str, counter: &dyn SizeCounter) -> Vec<Chunk> {
+        let layout = layout::Layout::scan(text);
+        let spans: Vec<Span> = match self {
+            ChunkerSpec::Whole => trim(text, Span::new(0, text.len())).into_iter().collect(),
+            ChunkerSpec::Words { size, overlap } => words::windows(text, *size, *overlap),
+            ChunkerSpec::Sentences { per_chunk } => group(&sentences(text, Span::new(0, text.len())), *per_chunk),
+            ChunkerSpec::Paragraphs { per_chunk } => paragraphs::chunks(text, &layout, *per_chunk),
+            ChunkerSpec::Markdown { max } => {
+                structure::Splitter::new(text, &layout, counter).split(Span::new(0, text.len()), *max)
+            }
+            ChunkerSpec::Hierarchy { sizes } => {
+                let mut chunks = Vec::new();
+                let splitter = structure::Splitter::new(text, &layout, counter);
+                hierarchy(&splitter, Span::new(0, text.len()), sizes, 0, None, &mut chunks);
+                layout.assign_headings(text, &mut chunks);
+                return chunks;
+            }
+        };
+        let mut chunks: Vec<Chunk> = spans
+            .into_iter()
+            .enumerate()
+            .map(|(i, span)| Chunk { span, ordinal: i as u32, depth: 0, parent: None, leaf: true, headings: Vec::new() })
+            .collect();
+        layout.assign_headings(text, &mut chunks);
+        chunks
+    }
+}
+
+/// Builds one level of the hierarchy under `parent`, then each chunk's children, in pre-order.
+fn hierarchy(
+    splitter: &structure::Splitter<'_>,
+    span: Span,
+    sizes: &[usize],
+    depth: usize,
+    parent: Option<u32>,
+    out: &mut Vec<Chunk>,
+) {
+    let last = depth + 1 == sizes.len();
+    for piece in splitter.split(span, sizes[depth]) {
+        let ordinal = out.len() as u32;
+        out.push(Chunk { span: piece, ordinal, depth: depth as u16, parent, leaf: last, headings: Vec::new() });
+        if !last {
+            hierarchy(splitter, piece, sizes, depth + 1, Some(ordinal), out);
+        }
+    }
+}
+
+/// Unicode (UAX #29) sentences inside `span`, trimmed, empty ones dropped.
+pub(crate) fn sentences(text: &str, span: Span) -> Vec<Span> {
+    span.slice(text)
+        .split_sentence_bound_indices()
+        .filter_map(|(i, s)| trim(text, Span::new(span.start + i, span.start + i + s.len())))
+        .collect()
+}
+
+/// Consecutive spans joined `n` at a time.
+fn group(spans: &[Span], n: usize) -> Vec<Span> {
+    spans.chunks(n).map(|g| Span::new(g[0].start, g[g.len() - 1].end)).collect()
+}
+
+/// `span` without leading and trailing whitespace, or `None` if nothing else is left.
+pub(crate) fn trim(text: &str, span: Span) -> Option<Span> {
+    let s = span.slice(text);
+    let start = span.start + (s.len() - s.trim_start().len());
+    let end = span.end - (s.len() - s.trim_end().len());
+    (start < end).then(|| Span::new(start, end))
+}

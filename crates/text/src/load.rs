@@ -1,0 +1,465 @@
+//! Inputs to [`Document`]s: plain text, Markdown, Jupyter notebooks, JSONL (which also reads a
+//! BEIR `corpus.jsonl`) and directories of those.
+//!
+//! A file is loaded whole or not at all: one bad JSONL line rejects the file, with every bad line
+//! listed, so nothing is silently dropped. Directories are walked recursively in name order,
+//! skipping hidden files and whatever `.gitignore`/`.ignore`/`.ckeepignore` files exclude; inside
+//! a directory only files with a known text extension are read, while a file named explicitly is
+//! read whatever its extension (as plain text when the extension is unknown).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use ckeep_core::Document;
+use serde_json::{Map, Value};
+
+use crate::decode::decode;
+use crate::error::MAX_PROBLEMS;
+use crate::Error;
+
+/// Default largest document accepted: 100 MiB of text.
+pub const DEFAULT_MAX_DOC_BYTES: u64 = 100 * 1024 * 1024;
+
+/// How inputs are read.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Replace invalid UTF-8 with U+FFFD (and warn) instead of rejecting the file.
+    pub lossy: bool,
+    /// Documents larger than this many bytes are rejected.
+    pub max_doc_bytes: u64,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self { lossy: false, max_doc_bytes: DEFAULT_MAX_DOC_BYTES }
+    }
+}
+
+/// The formats a file can be read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The whole file is one document; title from the file name.
+    Plain,
+    /// One document; title from the first `# ` heading.
+    Markdown,
+    /// A Jupyter notebook: markdown cells as they are, code cells as fenced blocks.
+    Notebook,
+    /// One JSON object per line: `id`/`_id`/`doc_id`, `text`/`contents`, optional `title` and
+    /// `metadata`; other fields are kept in the metadata.
+    Jsonl,
+}
+
+impl Format {
+    /// The format implied by a file extension, if it is one we read inside directories.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "txt" | "text" | "rst" | "org" | "tex" => Format::Plain,
+            "md" | "markdown" | "mdx" => Format::Markdown,
+            "ipynb" => Format::Notebook,
+            "jsonl" | "ndjson" => Format::Jsonl,
+            _ => return None,
+        })
+    }
+}
+
+/// One input source: a file on disk, or standard input read up front.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A file and the format it is read as.
+    File(PathBuf, Format),
+    /// Bytes read from standard input, loaded as plain text with id `stdin`.
+    Stdin(Vec<u8>),
+}
+
+impl Source {
+    /// How messages name this source.
+    pub fn name(&self) -> String {
+        match self {
+            Source::File(p, _) => display_id(p),
+            Source::Stdin(_) => "stdin".to_string(),
+        }
+    }
+}
+
+/// What loading one source gave: its documents and any warnings (e.g. lossy decoding).
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The documents, in input order.
+    pub documents: Vec<Document>,
+    /// Things the user should know that did not stop the load.
+    pub warnings: Vec<String>,
+}
+
+/// Reads inputs into documents under one set of [`LoadOptions`].
+#[derive(Debug, Clone, Default)]
+pub struct Loader {
+    opts: LoadOptions,
+}
+
+impl Loader {
+    /// A loader with the given options.
+    pub fn new(opts: LoadOptions) -> Self {
+        Self { opts }
+    }
+
+    /// Expands paths (`-` is standard input) into sources, walking directories.
+    pub fn sources(&self, paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
+        let mut out = Vec::new();
+        for path in paths {
+            if path.as_os_str() == "-" {
+                let mut bytes = Vec::new();
+                std::io::stdin()
+                    .read_to_end(&mut bytes)
+                    .map_err(|source| Error::Io { path: path.clone(), source })?;
+                out.push(Source::Stdin(bytes));
+                continue;
+            }
+            let meta =
+                std::fs::metadata(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+            if meta.is_dir() {
+                walk_dir(path, &mut out)?;
+            } else {
+                out.push(Source::File(path.clone(), Format::from_path(path).unwrap_or(Format::Plain)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Loads one source whole, or fails with every problem found in it.
+    pub fn load(&self, source: &Source) -> Result<Loaded, Error> {
+        let (origin, format, bytes) = match source {
+            Source::Stdin(bytes) => ("stdin".to_string(), Format::Plain, bytes.clone()),
+            Source::File(path, format) => {
+                let origin = display_id(path);
+                let size = std::fs::metadata(path)
+                    .map_err(|source| Error::Io { path: path.clone(), source })?
+                    .len();
+                if *format != Format::Jsonl && size > self.opts.max_doc_bytes {
+                    return Err(Error::TooLarge { origin, size, limit: self.opts.max_doc_bytes });
+                }
+                let bytes =
+                    std::fs::read(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+                (origin, *format, bytes)
+            }
+        };
+        let decoded = decode(bytes, &origin, self.opts.lossy)?;
+        let mut loaded = Loaded::default();
+        if decoded.replaced > 0 {
+            loaded.warnings.push(format!(
+                "{origin}: replaced {} invalid UTF-8 sequence(s) with U+FFFD",
+                decoded.replaced
+            ));
+        }
+        let text = decoded.text;
+        let stem = match source {
+            Source::File(p, _) => p.file_stem().map(|s| s.to_string_lossy().into_owned()),
+            Source::Stdin(_) => None,
+        }
+        .unwrap_or_default();
+        loaded.documents = match format {
+            Format::Plain => vec![self.single(&origin, stem, text)?],
+            Format::Markdown => {
+                let title = first_h1(&text).unwrap_or(stem);
+                vec![self.single(&origin, title, text)?]
+            }
+            Format::Notebook => {
+                let text = notebook_text(&text).map_err(|m| Error::Malformed {
+                    origin: origin.clone(),
+                    problems: vec![(0, m)],
+                })?;
+                let title = first_h1(&text).unwrap_or(stem);
+                vec![self.single(&origin, title, text)?]
+            }
+            Format::Jsonl => self.jsonl(&origin, &text)?,
+        };
+        Ok(loaded)
+    }
+
+    fn single(&self, origin: &str, title: String, text: String) -> Result<Document, Error> {
+        self.check_text(origin, &text)?;
+        let mut doc = Document::new(origin, title, text);
+        doc.source = origin.to_string();
+        Ok(doc)
+    }
+
+    fn check_text(&self, origin: &str, text: &str) -> Result<(), Error> {
+        if text.trim().is_empty() {
+            return Err(Error::Empty { origin: origin.to_string() });
+        }
+        if text.len() as u64 > self.opts.max_doc_bytes {
+            return Err(Error::TooLarge {
+                origin: origin.to_string(),
+                size: text.len() as u64,
+                limit: self.opts.max_doc_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    fn jsonl(&self, origin: &str, text: &str) -> Result<Vec<Document>, Error> {
+        let mut docs = Vec::new();
+        let mut problems = Vec::new();
+        let mut first_line_of: HashMap<String, usize> = HashMap::new();
+        for (i, line) in text.split('\n').enumerate() {
+            let line_no = i + 1;
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.trim().is_empty() {
+                continue;
+            }
+            match self.jsonl_record(origin, line_no, line) {
+                Ok(doc) => match first_line_of.get(&doc.id) {
+                    Some(first) => problems.push((
+                        line_no,
+                        format!("duplicate id `{}` (first seen on line {first})", doc.id),
+                    )),
+                    None => {
+                        first_line_of.insert(doc.id.clone(), line_no);
+                        docs.push(doc);
+                    }
+                },
+                Err(msg) => problems.push((line_no, msg)),
+            }
+            if problems.len() >= MAX_PROBLEMS {
+                problems.push((0, "… stopped after this many problems".to_string()));
+                break;
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::Malformed { origin: origin.to_string(), problems });
+        }
+        if docs.is_empty() {
+            return Err(Error::Empty { origin: origin.to_string() });
+        }
+        Ok(docs)
+    }
+
+    fn jsonl_record(&self, origin: &str, line_no: usize, line: &str) -> Result<Document, String> {
+        let mut obj: Map<String, Value> = match serde_json::from_str(line) {
+            Ok(Value::Object(obj)) => obj,
+            Ok(other) => return Err(format!("expected a JSON object, found {}", kind_of(&other))),
+            Err(e) => return Err(format!("invalid JSON: {e}")),
+        };
+        let id = match take_first(&mut obj, &["id", "_id", "doc_id"]) {
+            Some(Value::String(s)) if !s.is_empty() => s,
+            Some(Value::Number(n)) => n.to_string(),
+            Some(other) => return Err(format!("`id` must be a non-empty string or number, found {}", kind_of(&other))),
+            None => return Err("missing `id` (also accepted: `_id`, `doc_id`)".to_string()),
+        };
+        let text = match take_first(&mut obj, &["text", "contents"]) {
+            Some(Value::String(s)) => s,
+            Some(other) => return Err(format!("`text` must be a string, found {}", kind_of(&other))),
+            None => return Err("missing `text` (also accepted: `contents`)".to_string()),
+        };
+        let title = match obj.remove("title") {
+            Some(Value::String(s)) => s,
+            None | Some(Value::Null) => String::new(),
+            Some(other) => return Err(format!("`title` must be a string, found {}", kind_of(&other))),
+        };
+        let mut metadata = match obj.remove("metadata") {
+            Some(Value::Object(m)) => m,
+            None | Some(Value::Null) => Map::new(),
+            Some(other) => return Err(format!("`metadata` must be an object, found {}", kind_of(&other))),
+        };
+        // Fields we do not interpret are kept, not dropped.
+        metadata.extend(obj);
+        let origin = format!("{origin}:{line_no}");
+        self.check_text(&origin, &text).map_err(|e| match e {
+            Error::Empty { .. } => format!("document `{id}` has empty text"),
+            other => other.to_string(),
+        })?;
+        let mut doc = Document::new(id, title, text);
+        doc.metadata = if metadata.is_empty() { Value::Null } else { Value::Object(metadata) };
+        doc.source = origin;
+        Ok(doc)
+    }
+}
+
+fn take_first(obj: &mut Map<String, Value>, keys: &[&str]) -> Option<Value> {
+    keys.iter().find_map(|k| obj.remove(*k))
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A path as a document id: as given, without a leading `./`.
+fn display_id(path: &Path) -> String {
+    let s = path.to_string_lossy();
+    s.strip_prefix("./").unwrap_or(&s).to_string()
+}
+
+fn walk_dir(dir: &Path, out: &mut Vec<Source>) -> Result<(), Error> {
+    let walker = ignore::WalkBuilder::new(dir)
+        .hidden(true)
+        .require_git(false)
+        .add_custom_ignore_filename(".ckeepignore")
+        .sort_by_file_name(std::cmp::Ord::cmp)
+        .build();
+    for entry in walker {
+        let entry = entry.map_err(|e| Error::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Some(format) = Format::from_path(entry.path()) {
+            out.push(Source::File(entry.into_path(), format));
+        }
+    }
+    Ok(())
+}
+
+/// The first level-one ATX heading's text, as a title.
+fn first_h1(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("# "))
+        .map(|t| t.trim().trim_end_matches('#').trim().to_string())
+        .filter(|t| !t.is_empty())
+}
+
+/// A notebook as its reader sees it: markdown and raw cells as they are, code cells as fenced
+/// blocks in the kernel's language; cells separated by a blank line; outputs left out.
+fn notebook_text(json: &str) -> Result<String, String> {
+    let nb: Value = serde_json::from_str(json).map_err(|e| format!("not a notebook: {e}"))?;
+    let cells = nb
+        .get("cells")
+        .and_then(Value::as_array)
+        .ok_or("not a notebook: no `cells` array (nbformat 4 is supported)")?;
+    let lang = nb
+        .pointer("/metadata/kernelspec/language")
+        .or_else(|| nb.pointer("/metadata/language_info/name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mut parts = Vec::with_capacity(cells.len());
+    for (i, cell) in cells.iter().enumerate() {
+        let source = match cell.get("source") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(lines)) => lines.iter().filter_map(Value::as_str).collect(),
+            _ => return Err(format!("cell {i} has no `source`")),
+        };
+        let source = source.trim_end();
+        if source.trim().is_empty() {
+            continue;
+        }
+        match cell.get("cell_type").and_then(Value::as_str) {
+            Some("code") => {
+                let fence = if source.contains("```") { "~~~~" } else { "```" };
+                parts.push(format!("{fence}{lang}\n{source}\n{fence}"));
+            }
+            Some("markdown" | "raw") => parts.push(source.to_string()),
+            other => return Err(format!("cell {i} has unknown cell_type {other:?}")),
+        }
+    }
+    Ok(parts.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+
+    fn load_one(path: &Path) -> Result<Loaded, Error> {
+        let loader = Loader::default();
+        let sources = loader.sources(&[path.to_path_buf()])?;
+        loader.load(&sources[0])
+    }
+
+    #[test]
+    fn jsonl_reads_id_variants_and_keeps_extra_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "c.jsonl",
+            b"{\"_id\": \"a\", \"title\": \"T\", \"text\": \"x y\", \"metadata\": {}}\n\n{\"doc_id\": 7, \"text\": \"z\", \"lang\": \"en\"}\r\n",
+        );
+        let docs = load_one(&p).unwrap().documents;
+        assert_eq!(docs.len(), 2);
+        assert_eq!((docs[0].id.as_str(), docs[0].title.as_str()), ("a", "T"));
+        assert_eq!(docs[0].metadata, Value::Null);
+        assert_eq!(docs[1].id, "7");
+        assert_eq!(docs[1].metadata, serde_json::json!({"lang": "en"}));
+        assert!(docs[1].source.ends_with("c.jsonl:3"));
+    }
+
+    #[test]
+    fn jsonl_reports_every_bad_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "bad.jsonl",
+            b"{\"id\":\"a\",\"text\":\"ok\"}\n{oops\n[1]\n{\"id\":\"b\"}\n{\"id\":\"a\",\"text\":\"again\"}\n{\"id\":\"c\",\"text\":\" \"}\n",
+        );
+        let Err(Error::Malformed { problems, .. }) = load_one(&p) else { panic!("expected Malformed") };
+        let lines: Vec<usize> = problems.iter().map(|p| p.0).collect();
+        assert_eq!(lines, [2, 3, 4, 5, 6]);
+        assert!(problems[3].1.contains("duplicate id `a` (first seen on line 1)"));
+        assert!(problems[4].1.contains("empty text"));
+    }
+
+    #[test]
+    fn notebook_keeps_code_as_fenced_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let nb = serde_json::json!({
+            "metadata": {"kernelspec": {"language": "python"}},
+            "cells": [
+                {"cell_type": "markdown", "source": ["# Intro\n", "Some text."]},
+                {"cell_type": "code", "source": "print(1)", "outputs": [{"text": "1"}]},
+                {"cell_type": "markdown", "source": "   "},
+            ]
+        });
+        let p = write(dir.path(), "n.ipynb", nb.to_string().as_bytes());
+        let doc = &load_one(&p).unwrap().documents[0];
+        assert_eq!(doc.text, "# Intro\nSome text.\n\n```python\nprint(1)\n```");
+        assert_eq!(doc.title, "Intro");
+    }
+
+    #[test]
+    fn bad_inputs_are_named_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = write(dir.path(), "empty.txt", b"  \n\n");
+        assert!(matches!(load_one(&empty), Err(Error::Empty { .. })));
+        let bin = write(dir.path(), "b.txt", b"abc\x00def");
+        assert!(matches!(load_one(&bin), Err(Error::Binary { .. })));
+        let nb = write(dir.path(), "x.ipynb", b"{\"cells\": 3}");
+        assert!(matches!(load_one(&nb), Err(Error::Malformed { .. })));
+        let big = write(dir.path(), "big.txt", b"0123456789");
+        let loader = Loader::new(LoadOptions { max_doc_bytes: 5, ..LoadOptions::default() });
+        let src = loader.sources(&[big]).unwrap();
+        assert!(matches!(loader.load(&src[0]), Err(Error::TooLarge { size: 10, limit: 5, .. })));
+    }
+
+    #[test]
+    fn directories_skip_hidden_ignored_and_unknown_files() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "b.md", b"# B\ntext");
+        write(dir.path(), "a.txt", b"a");
+        write(dir.path(), "sub/c.txt", b"c");
+        write(dir.path(), ".hidden.txt", b"h");
+        write(dir.path(), "skip.txt", b"s");
+        write(dir.path(), "image.png", b"\x89PNG");
+        write(dir.path(), ".ckeepignore", b"skip.txt\n");
+        let names: Vec<String> = Loader::default()
+            .sources(&[dir.path().to_path_buf()])
+            .unwrap()
+            .iter()
+            .map(|s| Path::new(&s.name()).file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.txt", "b.md", "c.txt"]);
+    }
+}
