@@ -194,13 +194,42 @@ impl fmt::Display for ChunkId {
     }
 }
 
+/// The store's internal key of one stored document (its external id is a string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DocKey(pub i64);
+
 /// A scored chunk, as a retriever returns it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ChunkHit {
     /// The chunk.
     pub chunk: ChunkId,
+    /// The document the chunk belongs to.
+    pub doc: DocKey,
     /// Higher is better; the scale depends on the retriever.
     pub score: f32,
+}
+
+/// One entry of a lexical posting list: a chunk that contains a term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Posting {
+    /// The chunk.
+    pub chunk: ChunkId,
+    /// Its document.
+    pub doc: DocKey,
+    /// How often the term occurs in the chunk.
+    pub tf: u32,
+    /// The chunk's length in terms.
+    pub len: u32,
+}
+
+/// Collection statistics of one lexical field, as BM25 needs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LexicalStats {
+    /// Number of indexed chunks.
+    pub chunks: u64,
+    /// Sum of their lengths in terms.
+    pub total_len: u64,
 }
 
 /// Orders hits best first, breaking ties by chunk id so rankings are deterministic.
@@ -247,9 +276,9 @@ mod tests {
     #[test]
     fn rank_order_breaks_ties_by_id() {
         let mut hits = vec![
-            ChunkHit { chunk: ChunkId(5), score: 1.0 },
-            ChunkHit { chunk: ChunkId(2), score: 1.0 },
-            ChunkHit { chunk: ChunkId(9), score: 2.0 },
+            ChunkHit { chunk: ChunkId(5), doc: DocKey(1), score: 1.0 },
+            ChunkHit { chunk: ChunkId(2), doc: DocKey(1), score: 1.0 },
+            ChunkHit { chunk: ChunkId(9), doc: DocKey(1), score: 2.0 },
         ];
         hits.sort_by(rank_order);
         let ids: Vec<i64> = hits.iter().map(|h| h.chunk.0).collect();

@@ -1,0 +1,212 @@
+//! The `Store` contract: one suite that every implementation must pass.
+//!
+//! Use [`crate::store_contract_tests!`] with an expression that makes a fresh, empty store behind
+//! a pointer (a `Box`, or a guard that also owns a temporary directory); it expands to one
+//! `#[test]` per property:
+//! 1. a written document reads back byte-identical, with its chunk tree and headings;
+//! 2. re-writing an id replaces the document and everything derived from it;
+//! 3. removing deletes documents, chunks, postings, vectors and summaries;
+//! 4. posting lists and lexical statistics are exact;
+//! 5. an invalid write fails as a whole and changes nothing;
+//! 6. vectors and summaries round-trip;
+//! 7. the manifest round-trips;
+//! 8. span text is exact, also around multi-byte characters;
+//! 9. look-ups by chunk id and document key keep the order asked;
+//! 10. `check` passes on every store the other tests leave behind.
+
+use ckeep_core::{Chunk, ChunkId, Document, Span};
+
+use crate::{DocumentWrite, LexicalEntry, Manifest, StoreWrite, VectorEntry};
+
+/// Expands to the contract suite for the store made by `$make`.
+#[macro_export]
+macro_rules! store_contract_tests {
+    ($make:expr) => {
+        $crate::store_contract_tests!(@tests $make;
+            roundtrip, replace, remove, postings_and_stats, invalid_write_is_atomic,
+            vectors_and_summaries, manifest, span_text, lookups_keep_order);
+    };
+    (@tests $make:expr; $($name:ident),*) => {$(
+        #[test]
+        fn $name() {
+            let mut holder = $make;
+            let store: &mut dyn $crate::StoreWrite = &mut *holder;
+            $crate::contract::$name(store);
+            let report = store.check().unwrap();
+            assert!(report.is_ok(), "check after {}: {:?}", stringify!($name), report.problems);
+        }
+    )*};
+}
+
+fn chunk(start: usize, end: usize, ordinal: u32, depth: u16, parent: Option<u32>, leaf: bool) -> Chunk {
+    Chunk { span: Span::new(start, end), ordinal, depth, parent, leaf, headings: Vec::new() }
+}
+
+/// A document with a two-level chunk tree and lexical entries for its leaves.
+fn sample(id: &str, text: &str) -> DocumentWrite {
+    // Split at the first whitespace after the middle, so no word is cut.
+    let mid = text.char_indices().find(|&(i, c)| i >= text.len() / 2 && c.is_whitespace()).map_or(text.len(), |(i, _)| i);
+    let mut doc = Document::new(id, format!("Title of {id}"), text);
+    doc.metadata = serde_json::json!({"lang": "en", "n": 1});
+    doc.source = format!("{id}.txt");
+    let mut chunks = vec![chunk(0, text.len(), 0, 0, None, false), chunk(0, mid, 1, 1, Some(0), true), chunk(mid, text.len(), 2, 1, Some(0), true)];
+    chunks[1].headings = vec!["# Top".into(), "## Sub".into()];
+    let lexical = [1u32, 2]
+        .iter()
+        .map(|&o| {
+            let span = chunks[o as usize].span;
+            let words: Vec<String> = span.slice(text).split_whitespace().map(str::to_lowercase).collect();
+            let mut terms: Vec<(String, u32)> = Vec::new();
+            for w in &words {
+                match terms.iter_mut().find(|(t, _)| t == w) {
+                    Some((_, n)) => *n += 1,
+                    None => terms.push((w.clone(), 1)),
+                }
+            }
+            LexicalEntry { field: "plain".into(), ordinal: o, terms, len: words.len() as u32 }
+        })
+        .collect();
+    DocumentWrite { document: doc, chunks, lexical, vectors: Vec::new(), summaries: Vec::new() }
+}
+
+/// Property 1.
+pub fn roundtrip(store: &mut dyn StoreWrite) {
+    let w = sample("a", "héllo wörld, a text\nwith two lines");
+    store.write_batch(vec![w.clone()]).unwrap();
+    let got = store.document("a").unwrap().expect("stored");
+    assert_eq!(got.document, w.document);
+    assert_eq!(got.chunks, 3);
+    assert_eq!(got.hash, w.document.content_hash().to_hex());
+    assert_eq!(store.document_hash("a").unwrap(), Some(got.hash.clone()));
+    let chunks: Vec<Chunk> = store.chunks_of("a").unwrap().into_iter().map(|c| c.chunk).collect();
+    assert_eq!(chunks, w.chunks);
+    assert!(store.document("missing").unwrap().is_none());
+    assert_eq!(store.document_ids().unwrap(), ["a"]);
+}
+
+/// Property 2.
+pub fn replace(store: &mut dyn StoreWrite) {
+    store.write_batch(vec![sample("a", "old words here"), sample("b", "other doc text")]).unwrap();
+    store.write_batch(vec![sample("a", "new text now")]).unwrap();
+    let doc = store.document("a").unwrap().unwrap();
+    assert_eq!(doc.document.text, "new text now");
+    let (stats, lists) = store.postings("plain", &["old".into(), "new".into(), "text".into()]).unwrap();
+    assert!(lists[0].is_empty(), "postings of the replaced text are gone");
+    assert_eq!(lists[1].len(), 1);
+    assert_eq!(lists[2].len(), 2, "`text` in a and b");
+    assert_eq!(stats.chunks, 4);
+    assert_eq!(stats.total_len, 6);
+    assert_eq!(store.stats().unwrap().documents, 2);
+}
+
+/// Property 3.
+pub fn remove(store: &mut dyn StoreWrite) {
+    let mut w = sample("a", "some text to remove");
+    w.vectors.push(VectorEntry { repr: "plain".into(), ordinal: 1, vector: vec![1.0, 2.0] });
+    w.summaries.push(("lead:5".into(), "some text".into()));
+    store.write_batch(vec![w, sample("b", "kept text")]).unwrap();
+    assert_eq!(store.remove(&["a".into(), "nope".into()]).unwrap(), 1);
+    assert!(store.document("a").unwrap().is_none());
+    assert!(store.chunks_of("a").unwrap().is_empty());
+    assert!(store.vectors("plain").unwrap().is_empty());
+    assert!(store.summaries("a").unwrap().is_empty());
+    let (stats, lists) = store.postings("plain", &["remove".into(), "text".into()]).unwrap();
+    assert!(lists[0].is_empty());
+    assert_eq!(lists[1].len(), 1);
+    assert_eq!(stats.chunks, 2);
+    let s = store.stats().unwrap();
+    assert_eq!((s.documents, s.chunks, s.leaf_chunks), (1, 3, 2));
+}
+
+/// Property 4.
+pub fn postings_and_stats(store: &mut dyn StoreWrite) {
+    store.write_batch(vec![sample("a", "x y x z"), sample("b", "y y w")]).unwrap();
+    let (stats, lists) = store.postings("plain", &["x".into(), "y".into(), "q".into()]).unwrap();
+    // a: leaves "x y" and " x z"; b: leaves "y y" and " w".
+    assert_eq!(stats.chunks, 4);
+    assert_eq!(stats.total_len, 7);
+    assert_eq!(lists[0].len(), 2);
+    assert!(lists[0].iter().all(|p| p.tf == 1 && p.len == 2));
+    assert_eq!(lists[1].len(), 2);
+    assert_eq!(lists[1][1].tf, 2, "`y y` in b");
+    assert!(lists[1].windows(2).all(|w| w[0].chunk < w[1].chunk), "sorted by chunk");
+    assert!(lists[2].is_empty());
+    let (none, _) = store.postings("contextual", &[]).unwrap();
+    assert_eq!(none.chunks, 0, "unknown field has empty statistics");
+    let s = store.stats().unwrap();
+    assert_eq!(s.lexical.len(), 1);
+    assert_eq!(s.lexical[0].postings, 2 + 2 + 1 + 1);
+    assert_eq!(s.lexical[0].terms, 4);
+}
+
+/// Property 5.
+pub fn invalid_write_is_atomic(store: &mut dyn StoreWrite) {
+    store.write_batch(vec![sample("keep", "original text")]).unwrap();
+    let good = sample("new", "fine text");
+    let mut bad = sample("bad", "héllo");
+    bad.chunks[1].span = Span::new(0, 2); // splits the é
+    assert!(store.write_batch(vec![good.clone(), bad]).is_err());
+    let mut bad_replace = sample("keep", "changed");
+    bad_replace.chunks[2].span = Span::new(0, 99);
+    assert!(store.write_batch(vec![bad_replace]).is_err());
+    assert!(store.document("new").unwrap().is_none(), "nothing of a failed batch is written");
+    assert_eq!(store.document("keep").unwrap().unwrap().document.text, "original text");
+    let mut bad_parent = sample("p", "abc def");
+    bad_parent.chunks[0].parent = Some(2);
+    assert!(store.write_batch(vec![bad_parent]).is_err());
+}
+
+/// Property 6.
+pub fn vectors_and_summaries(store: &mut dyn StoreWrite) {
+    let mut w = sample("a", "vectors here");
+    w.vectors = vec![
+        VectorEntry { repr: "plain".into(), ordinal: 1, vector: vec![0.5, -1.25, f32::MIN_POSITIVE] },
+        VectorEntry { repr: "plain".into(), ordinal: 2, vector: vec![3.0, 0.0, -0.0] },
+    ];
+    w.summaries = vec![("lead:3".into(), "vectors".into())];
+    store.write_batch(vec![w.clone()]).unwrap();
+    let got = store.vectors("plain").unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].1, w.vectors[0].vector);
+    assert_eq!(got[1].1, w.vectors[1].vector);
+    assert_eq!(store.summaries("a").unwrap(), w.summaries);
+    let s = store.stats().unwrap();
+    assert_eq!(s.representations[0].vectors, 2);
+    assert_eq!(s.representations[0].bytes, 24);
+}
+
+/// Property 7.
+pub fn manifest(store: &mut dyn StoreWrite) {
+    let mut m = store.manifest().unwrap();
+    assert_eq!(m.schema_version, crate::SCHEMA_VERSION);
+    m.chunker = Some("paragraphs:1".into());
+    m.analyzer = Some("an".into());
+    m.representations = vec!["plain".into()];
+    store.set_manifest(&m).unwrap();
+    assert_eq!(store.manifest().unwrap(), m);
+    let _: Manifest = m;
+}
+
+/// Property 8.
+pub fn span_text(store: &mut dyn StoreWrite) {
+    let text = "日本語 and émojis 👩‍👩‍👧 end";
+    store.write_batch(vec![sample("u", text)]).unwrap();
+    let doc = store.document("u").unwrap().unwrap();
+    for c in store.chunks_of("u").unwrap() {
+        assert_eq!(store.span_text(doc.key, c.chunk.span).unwrap(), c.chunk.span.slice(text));
+    }
+    let emoji = text.find('👩').unwrap();
+    let span = Span::new(emoji, text.find(" end").unwrap());
+    assert_eq!(store.span_text(doc.key, span).unwrap(), "👩‍👩‍👧");
+}
+
+/// Property 9.
+pub fn lookups_keep_order(store: &mut dyn StoreWrite) {
+    store.write_batch(vec![sample("a", "one two"), sample("b", "three four")]).unwrap();
+    let a = store.chunks_of("a").unwrap();
+    let b = store.chunks_of("b").unwrap();
+    let ids = [b[2].id, a[1].id, ChunkId(-5), b[0].id];
+    let got: Vec<(ChunkId, String)> = store.chunks_by_id(&ids).unwrap().into_iter().map(|c| (c.id, c.doc_id)).collect();
+    assert_eq!(got, [(b[2].id, "b".into()), (a[1].id, "a".into()), (b[0].id, "b".into())]);
+    assert_eq!(store.doc_ids_by_key(&[b[0].doc, a[0].doc]).unwrap(), ["b", "a"]);
+}

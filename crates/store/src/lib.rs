@@ -1,0 +1,126 @@
+//! The store: the single source of truth for documents, chunks, hierarchy, lexical statistics,
+//! representations (vectors) and the manifest.
+//!
+//! # Brief overview
+//! - [`StoreRead`] / [`StoreWrite`]: the contract every backend satisfies; [`contract`] (feature
+//!   `testing`) is the one test suite each implementation runs.
+//! - [`SqliteStore`]: the embedded default — one SQLite file in WAL mode, one transaction per
+//!   batch of documents, so a crash leaves every document fully present or absent.
+//! - [`DocumentWrite`]: everything about one document, written atomically.
+//!
+//! ```
+//! use ckeep_core::{Chunk, Document, Span};
+//! use ckeep_store::{DocumentWrite, SqliteStore, StoreRead, StoreWrite};
+//!
+//! let mut store = SqliteStore::in_memory().unwrap();
+//! let doc = Document::new("a", "A", "Hello world");
+//! let chunk = Chunk { span: Span::new(0, 5), ordinal: 0, depth: 0, parent: None, leaf: true, headings: vec![] };
+//! store.write_batch(vec![DocumentWrite::new(doc, vec![chunk])]).unwrap();
+//! assert_eq!(store.document("a").unwrap().unwrap().document.text, "Hello world");
+//! ```
+
+#[cfg(feature = "testing")]
+pub mod contract;
+mod sqlite;
+mod types;
+
+pub use sqlite::SqliteStore;
+pub use types::*;
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Store failures.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// There is no store where one was expected (user error).
+    #[error("no store at {path} (create one with `ckeep add`)")]
+    NotFound {
+        /// The store location.
+        path: String,
+    },
+    /// The store was written by a newer version (user error: upgrade `ckeep`).
+    #[error("the store at {path} has schema version {found}, newer than this ckeep's {supported}; upgrade ckeep to open it")]
+    NewerSchema {
+        /// The store location.
+        path: String,
+        /// Schema version in the store.
+        found: u32,
+        /// Newest version this build knows.
+        supported: u32,
+    },
+    /// The location holds something that is not a Context Keeper store (user error).
+    #[error("{path} is not a Context Keeper store: {reason}")]
+    NotAStore {
+        /// The location.
+        path: String,
+        /// Why not.
+        reason: String,
+    },
+    /// The write would break an invariant, e.g. a chunk span outside its document (a bug in
+    /// the caller, i.e. ours).
+    #[error("invalid write for document `{doc}`: {reason}")]
+    InvalidWrite {
+        /// Document id.
+        doc: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The database failed (ours or the machine's: disk full, I/O error, lock timeout).
+    #[error("database error: {0}")]
+    Database(#[from] rusqlite::Error),
+    /// Files around the database failed (the machine's).
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Store results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Reading from a store.
+pub trait StoreRead {
+    /// Where the store is, for messages.
+    fn location(&self) -> String;
+    /// The manifest: schema version, chunker, model, analyzer, representations.
+    fn manifest(&self) -> Result<Manifest>;
+    /// A document with its stored text, or `None`.
+    fn document(&self, id: &str) -> Result<Option<StoredDocument>>;
+    /// The content hash of a stored document, or `None` if absent.
+    fn document_hash(&self, id: &str) -> Result<Option<ContentHashHex>>;
+    /// All document ids, sorted.
+    fn document_ids(&self) -> Result<Vec<String>>;
+    /// A document's chunks in ordinal (pre-)order.
+    fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>>;
+    /// Chunks by id, in the order asked; unknown ids are skipped.
+    fn chunks_by_id(&self, ids: &[ckeep_core::ChunkId]) -> Result<Vec<StoredChunk>>;
+    /// External ids of documents by key, in the order asked.
+    fn doc_ids_by_key(&self, keys: &[ckeep_core::DocKey]) -> Result<Vec<String>>;
+    /// The text of `span` in document `key`.
+    fn span_text(&self, key: ckeep_core::DocKey, span: ckeep_core::Span) -> Result<String>;
+    /// Statistics of a lexical field and the posting list of each term (sorted by chunk id).
+    fn postings(&self, field: &str, terms: &[String]) -> Result<(ckeep_core::LexicalStats, Vec<Vec<ckeep_core::Posting>>)>;
+    /// Vectors of a representation: `(chunk, vector)` in chunk order.
+    fn vectors(&self, repr: &str) -> Result<Vec<(ckeep_core::ChunkId, Vec<f32>)>>;
+    /// A document's summaries `(summarizer, text)`.
+    fn summaries(&self, id: &str) -> Result<Vec<(String, String)>>;
+    /// Counts and sizes.
+    fn stats(&self) -> Result<StoreStats>;
+    /// Verifies every invariant; the report lists what is wrong (empty when healthy).
+    fn check(&self) -> Result<CheckReport>;
+}
+
+/// Writing to a store. Every method is atomic: it fully happens or not at all.
+pub trait StoreWrite: StoreRead {
+    /// Replaces the manifest.
+    fn set_manifest(&mut self, manifest: &Manifest) -> Result<()>;
+    /// Adds documents, replacing any stored under the same id, in one transaction.
+    fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()>;
+    /// Removes documents and everything derived from them; returns how many existed.
+    fn remove(&mut self, ids: &[String]) -> Result<usize>;
+}

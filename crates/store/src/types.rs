@@ -1,0 +1,157 @@
+use ckeep_core::{Chunk, ChunkId, DocKey, Document};
+use serde::{Deserialize, Serialize};
+
+/// Lower-case hex of a document's content hash.
+pub type ContentHashHex = String;
+
+/// What a store was built with. Opening it with something else is an error the engine reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Schema version of the store.
+    pub schema_version: u32,
+    /// Canonical chunker spec, once the first document is added.
+    pub chunker: Option<String>,
+    /// Embedding model, once one is used.
+    pub model: Option<String>,
+    /// The lexical analyzer's name.
+    pub analyzer: Option<String>,
+    /// Representations held, by name.
+    pub representations: Vec<String>,
+    /// The `ckeep` version that created the store.
+    pub created_by: String,
+}
+
+/// A lexical index entry of one chunk: its distinct terms with counts and its length.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LexicalEntry {
+    /// The field (e.g. `plain`); each field has its own statistics.
+    pub field: String,
+    /// Ordinal of the chunk in its document.
+    pub ordinal: u32,
+    /// Distinct terms and their counts.
+    pub terms: Vec<(String, u32)>,
+    /// Number of terms in the chunk.
+    pub len: u32,
+}
+
+/// A vector of one chunk under a named representation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorEntry {
+    /// Representation name.
+    pub repr: String,
+    /// Ordinal of the chunk.
+    pub ordinal: u32,
+    /// The vector.
+    pub vector: Vec<f32>,
+}
+
+/// Everything about one document, written in one transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentWrite {
+    /// The document, whole.
+    pub document: Document,
+    /// Its chunk tree in ordinal order.
+    pub chunks: Vec<Chunk>,
+    /// Lexical entries of (some of) its chunks.
+    pub lexical: Vec<LexicalEntry>,
+    /// Vectors of its chunks.
+    pub vectors: Vec<VectorEntry>,
+    /// Summaries `(summarizer, text)`.
+    pub summaries: Vec<(String, String)>,
+}
+
+impl DocumentWrite {
+    /// A document and its chunks, nothing indexed yet.
+    pub fn new(document: Document, chunks: Vec<Chunk>) -> Self {
+        Self { document, chunks, lexical: Vec::new(), vectors: Vec::new(), summaries: Vec::new() }
+    }
+}
+
+/// A stored document with its key and hash.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredDocument {
+    /// The store's key.
+    pub key: DocKey,
+    /// The document as stored.
+    pub document: Document,
+    /// Hex content hash.
+    pub hash: ContentHashHex,
+    /// Number of chunks.
+    pub chunks: u64,
+}
+
+/// A stored chunk: its id, document and place in the tree.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredChunk {
+    /// The chunk's id.
+    pub id: ChunkId,
+    /// The document's key.
+    #[serde(skip)]
+    pub doc: DocKey,
+    /// The document's id.
+    pub doc_id: String,
+    /// Span, ordinal, depth, parent and headings.
+    #[serde(flatten)]
+    pub chunk: Chunk,
+}
+
+/// Counts and sizes of a store.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct StoreStats {
+    /// Documents.
+    pub documents: u64,
+    /// Chunks, all levels.
+    pub chunks: u64,
+    /// Leaf chunks.
+    pub leaf_chunks: u64,
+    /// Bytes of stored document text.
+    pub text_bytes: u64,
+    /// Per lexical field: `(field, chunks indexed, distinct terms, postings)`.
+    pub lexical: Vec<LexicalFieldStats>,
+    /// Per representation: `(name, vectors, bytes)`.
+    pub representations: Vec<RepresentationStats>,
+    /// Size of the store on disk in bytes (0 in memory).
+    pub disk_bytes: u64,
+}
+
+/// Size of one lexical field.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct LexicalFieldStats {
+    /// Field name.
+    pub field: String,
+    /// Chunks indexed.
+    pub chunks: u64,
+    /// Distinct terms.
+    pub terms: u64,
+    /// Postings.
+    pub postings: u64,
+}
+
+/// Size of one representation.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct RepresentationStats {
+    /// Name.
+    pub name: String,
+    /// Number of vectors.
+    pub vectors: u64,
+    /// Bytes of vector data.
+    pub bytes: u64,
+}
+
+/// The result of [`crate::StoreRead::check`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct CheckReport {
+    /// Documents checked.
+    pub documents: u64,
+    /// Chunks checked.
+    pub chunks: u64,
+    /// Problems found; empty when the store is healthy.
+    pub problems: Vec<String>,
+}
+
+impl CheckReport {
+    /// Whether nothing is wrong.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
