@@ -1,0 +1,156 @@
+//! Command-line flags, parsed by clap into validated values (specs are parsed here, so a bad
+//! one is a usage error with exit code 2 before anything runs).
+
+use std::path::PathBuf;
+
+use ckeep_engine::{Level, Mode, Strategy};
+use ckeep_index::Aggregation;
+use ckeep_text::ChunkerSpec;
+use clap::{Args, Parser, Subcommand};
+
+const ABOUT: &str = "Context Keeper: store long, index short.
+
+Documents are kept whole; they are indexed as small chunks with byte-exact spans; a query finds
+the best small pieces and hands back the context with exact provenance.
+
+Exit codes: 0 success, 1 runtime failure, 2 usage error.";
+
+#[derive(Debug, Parser)]
+#[command(name = "ckeep", version, about = ABOUT, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Store directory.
+    #[arg(long, global = true, env = "CKEEP_STORE", default_value = ".ckeep", value_name = "DIR")]
+    pub store: PathBuf,
+    /// Print one JSON document on stdout (logs and progress go to stderr).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// No progress bars or notes on stderr.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Add files, directories, JSONL corpora or stdin (`-`) to the store.
+    ///
+    /// Formats by extension: .txt/.rst (plain), .md (Markdown), .ipynb (Jupyter: markdown cells as
+    /// they are, code cells as fenced blocks), .jsonl (one document per line with id/_id/doc_id,
+    /// text/contents, optional title and metadata; BEIR corpus.jsonl works as is). Directories
+    /// are walked recursively, skipping hidden files and .gitignore/.ckeepignore entries.
+    ///
+    /// All inputs are checked before anything is written: a bad input (invalid UTF-8, binary,
+    /// empty, too large, malformed JSONL lines) stops the command and leaves the store as it was,
+    /// unless --keep-going skips it. Re-adding an unchanged document is a no-op; a changed one
+    /// replaces the stored version.
+    Add(AddArgs),
+    /// Search the store.
+    Search(SearchArgs),
+    /// Print a stored document byte for byte, or its chunks with spans.
+    Show(ShowArgs),
+    /// Counts and sizes of the store.
+    Stats,
+    /// Remove documents by id.
+    Rm(RmArgs),
+    /// Verify the store: spans inside documents, parents present, counts consistent.
+    Check,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// Files or directories; `-` reads standard input as one plain-text document.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// How to cut documents into chunks (default: the store's chunker, or markdown:256 for a
+    /// new store). Sizes of markdown/hierarchy count words (no model tokenizer is configured).
+    #[arg(long, value_name = "SPEC", value_parser = parse_chunker, long_help = chunker_help())]
+    pub chunker: Option<ChunkerSpec>,
+    /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of rejecting the file.
+    #[arg(long)]
+    pub lossy: bool,
+    /// Skip inputs that cannot be loaded (reporting them) instead of stopping.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Largest document accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = ckeep_text::load::DEFAULT_MAX_DOC_BYTES)]
+    pub max_doc_bytes: u64,
+}
+
+fn chunker_help() -> String {
+    format!(
+        "How to cut documents into chunks (default: the store's chunker, or markdown:256 for a new store).\n\n{}",
+        ChunkerSpec::HELP
+    )
+}
+
+fn parse_chunker(s: &str) -> Result<ChunkerSpec, String> {
+    s.parse().map_err(|e: ckeep_text::Error| e.to_string())
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The query.
+    pub query: String,
+    /// Number of results [default: 10, or the strategy's k].
+    #[arg(short, long, value_parser = clap::value_parser!(u64).range(1..=ckeep_engine::MAX_K as u64))]
+    pub k: Option<u64>,
+    /// Scoring mode.
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<Mode>,
+    /// Return chunks, or documents ranked by their chunks.
+    #[arg(long, value_parser = parse_level)]
+    pub level: Option<Level>,
+    /// How chunk scores become a document score with --level doc: max, mean:K (mean of the
+    /// best K chunks) or sum.
+    #[arg(long = "aggregate", alias = "agg", value_name = "AGG", value_parser = parse_agg)]
+    pub agg: Option<Aggregation>,
+    /// A whole strategy spec; the flags above override its parts.
+    #[arg(long, value_name = "SPEC", value_parser = parse_strategy, long_help = strategy_help())]
+    pub strategy: Option<Strategy>,
+    /// Show which chunks and terms matched and each score component.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+fn strategy_help() -> String {
+    format!("A strategy spec: comma-separated key=value parts.\n\n{}", Strategy::HELP)
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+fn parse_level(s: &str) -> Result<Level, String> {
+    s.parse()
+}
+
+fn parse_agg(s: &str) -> Result<Aggregation, String> {
+    s.parse().map_err(|e: ckeep_index::Error| e.to_string())
+}
+
+fn parse_strategy(s: &str) -> Result<Strategy, String> {
+    s.parse().map_err(|e: ckeep_engine::Error| e.to_string())
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The document id.
+    pub doc_id: String,
+    /// List the chunks with their spans, depth, parent and heading path instead of the text.
+    #[arg(long)]
+    pub chunks: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// Document ids.
+    #[arg(required = true, value_name = "DOC_ID")]
+    pub ids: Vec<String>,
+}

@@ -1,0 +1,131 @@
+//! `ckeep add`: check every input, then chunk, index and store in batches.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::bail;
+use ckeep_engine::{Engine, IngestReport};
+use ckeep_store::SqliteStore;
+use ckeep_text::load::{Loaded, Source};
+use ckeep_text::{LoadOptions, Loader};
+use serde::Serialize;
+
+use crate::args::AddArgs;
+use crate::output::{outln, human_bytes, Output};
+
+/// Inputs checked in the first pass are kept in memory up to this many bytes of text, so small
+/// and medium corpora are read once; larger ones are read again in the second pass.
+const KEEP_LOADED_BYTES: usize = 512 << 20;
+
+#[derive(Serialize)]
+struct AddOutput<'a> {
+    store: String,
+    chunker: String,
+    #[serde(flatten)]
+    report: &'a IngestReport,
+    skipped: Vec<Skipped>,
+    warnings: Vec<String>,
+    seconds: f64,
+}
+
+#[derive(Serialize)]
+struct Skipped {
+    source: String,
+    error: String,
+}
+
+pub fn run(store: &Path, args: &AddArgs, out: &Output) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let loader = Loader::new(LoadOptions { lossy: args.lossy, max_doc_bytes: args.max_doc_bytes });
+    let sources = loader.sources(&args.paths)?;
+    if sources.is_empty() {
+        bail!("no loadable files under {} (known extensions: txt, md, ipynb, jsonl, rst)", display_paths(&args.paths));
+    }
+
+    // Pass 1: load and check every input before touching the store.
+    let bar = out.progress(sources.len() as u64, "checking");
+    let mut kept_bytes = 0usize;
+    let mut valid: Vec<(&Source, Option<Loaded>)> = Vec::with_capacity(sources.len());
+    let mut skipped = Vec::new();
+    let mut warnings = Vec::new();
+    for source in &sources {
+        match loader.load(source) {
+            Ok(loaded) => {
+                warnings.extend(loaded.warnings.iter().cloned());
+                let bytes: usize = loaded.documents.iter().map(|d| d.text.len()).sum();
+                let keep = kept_bytes + bytes <= KEEP_LOADED_BYTES;
+                kept_bytes += if keep { bytes } else { 0 };
+                valid.push((source, keep.then_some(loaded)));
+            }
+            Err(e) => skipped.push(Skipped { source: source.name(), error: e.to_string() }),
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    for w in &warnings {
+        out.warn(w);
+    }
+    if !skipped.is_empty() {
+        let list: Vec<String> = skipped.iter().map(|s| s.error.clone()).collect();
+        if !args.keep_going {
+            bail!("{} input(s) cannot be loaded; nothing was added (use --keep-going to skip them):\n{}", skipped.len(), list.join("\n"));
+        }
+        for s in &list {
+            out.warn(format!("skipped: {s}"));
+        }
+    }
+
+    // Pass 2: chunk, index and write in batches.
+    let mut engine = Engine::new(SqliteStore::open_or_create(store)?);
+    let chunker = match &args.chunker {
+        Some(c) => c.clone(),
+        None => engine.stored_chunker()?.unwrap_or_default(),
+    };
+    let docs_total: u64 = valid.iter().map(|(_, l)| l.as_ref().map_or(0, |l| l.documents.len() as u64)).sum();
+    let bar = out.progress(docs_total, "indexing");
+    let mut ingest = engine.ingest(&chunker)?;
+    for (source, loaded) in valid {
+        let loaded = match loaded {
+            Some(l) => l,
+            None => {
+                let l = loader.load(source)?;
+                bar.inc_length(l.documents.len() as u64);
+                l
+            }
+        };
+        for doc in loaded.documents {
+            ingest.add(doc)?;
+            bar.inc(1);
+        }
+    }
+    let report = ingest.finish()?;
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    if out.json {
+        out.print_json(&AddOutput {
+            store: store.display().to_string(),
+            chunker: chunker.to_string(),
+            report: &report,
+            skipped,
+            warnings,
+            seconds,
+        })?;
+    } else {
+        outln!(
+            "{} added, {} replaced, {} unchanged of {} documents; {} chunks ({}) with {chunker} in {seconds:.2} s",
+            report.added,
+            report.replaced,
+            report.unchanged,
+            report.documents,
+            report.chunks,
+            human_bytes(report.bytes),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn display_paths(paths: &[std::path::PathBuf]) -> String {
+    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+

@@ -1,0 +1,66 @@
+//! `ckeep stats`, `ckeep rm`, `ckeep check`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use ckeep_store::{StoreRead, StoreWrite};
+
+use crate::args::RmArgs;
+use crate::output::{outln, human_bytes, Output};
+
+pub fn stats(store: &Path, out: &Output) -> anyhow::Result<ExitCode> {
+    let engine = super::open(store)?;
+    let stats = engine.store().stats()?;
+    let manifest = engine.store().manifest()?;
+    if out.json {
+        out.print_json(&serde_json::json!({"store": engine.store().location(), "manifest": manifest, "stats": stats}))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!("store      {}", engine.store().location());
+    outln!("chunker    {}", manifest.chunker.as_deref().unwrap_or("-"));
+    outln!("analyzer   {}", manifest.analyzer.as_deref().unwrap_or("-"));
+    outln!("model      {}", manifest.model.as_deref().unwrap_or("- (lexical only)"));
+    outln!("documents  {} ({} of text)", stats.documents, human_bytes(stats.text_bytes));
+    outln!("chunks     {} ({} leaves)", stats.chunks, stats.leaf_chunks);
+    for f in &stats.lexical {
+        outln!("lexical    {}: {} chunks, {} terms, {} postings", f.field, f.chunks, f.terms, f.postings);
+    }
+    for r in &stats.representations {
+        outln!("vectors    {}: {} vectors, {}", r.name, r.vectors, human_bytes(r.bytes));
+    }
+    outln!("on disk    {}", human_bytes(stats.disk_bytes));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn rm(store: &Path, args: &RmArgs, out: &Output) -> anyhow::Result<ExitCode> {
+    let mut engine = super::open(store)?;
+    let missing: Vec<&String> = args.ids.iter().filter(|id| matches!(engine.store().document_hash(id), Ok(None))).collect();
+    if !missing.is_empty() {
+        let list: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+        bail!("no such document(s): {}; nothing was removed", list.join(", "));
+    }
+    let removed = engine.store_mut().remove(&args.ids)?;
+    if out.json {
+        out.print_json(&serde_json::json!({"removed": removed, "ids": args.ids}))?;
+    } else {
+        outln!("removed {removed} document(s)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn check(store: &Path, out: &Output) -> anyhow::Result<ExitCode> {
+    let engine = super::open(store)?;
+    let report = engine.store().check()?;
+    if out.json {
+        out.print_json(&serde_json::json!({"ok": report.is_ok(), "report": report}))?;
+    } else if report.is_ok() {
+        outln!("ok: {} documents, {} chunks; every span, parent and count checks out", report.documents, report.chunks);
+    } else {
+        outln!("{} problem(s) in {} documents, {} chunks:", report.problems.len(), report.documents, report.chunks);
+        for p in &report.problems {
+            outln!("  {p}");
+        }
+    }
+    Ok(if report.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

@@ -1,0 +1,60 @@
+//! `ckeep show`: the stored text byte for byte, or its chunks.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+use ckeep_store::StoreRead;
+use serde::Serialize;
+
+use crate::args::ShowArgs;
+use crate::output::{outln, snippet, Output};
+
+#[derive(Serialize)]
+struct ChunkOut<'a> {
+    #[serde(flatten)]
+    chunk: &'a ckeep_store::StoredChunk,
+    text: &'a str,
+}
+
+pub fn run(store: &Path, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCode> {
+    let engine = super::open(store)?;
+    let store = engine.store();
+    let doc = store.document(&args.doc_id)?.ok_or_else(|| anyhow!("no document `{}` in the store", args.doc_id))?;
+    let text = &doc.document.text;
+    let chunks = if args.chunks { store.chunks_of(&args.doc_id)? } else { Vec::new() };
+    if out.json {
+        let chunk_out: Vec<ChunkOut<'_>> =
+            chunks.iter().map(|c| ChunkOut { chunk: c, text: c.chunk.span.slice(text) }).collect();
+        let mut value = serde_json::json!({
+            "doc_id": doc.document.id,
+            "title": doc.document.title,
+            "metadata": doc.document.metadata,
+            "source": doc.document.source,
+            "hash": doc.hash,
+            "bytes": text.len(),
+            "chunk_count": doc.chunks,
+        });
+        if args.chunks {
+            value["chunks"] = serde_json::to_value(&chunk_out)?;
+        } else {
+            value["text"] = serde_json::Value::String(text.clone());
+        }
+        out.print_json(&value)?;
+    } else if args.chunks {
+        for c in &chunks {
+            let ch = &c.chunk;
+            let parent = ch.parent.map_or("-".to_string(), |p| p.to_string());
+            let heading = if ch.headings.is_empty() { String::new() } else { format!("  § {}", ch.heading_path()) };
+            outln!("#{:<4} depth {} parent {:>4} {:>14}{}{heading}", ch.ordinal, ch.depth, parent, ch.span.to_string(), if ch.leaf { "" } else { "  (parent)" });
+            outln!("      {}", snippet(ch.span.slice(text), 200));
+        }
+    } else {
+        // Exactly the stored bytes: no newline added.
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(text.as_bytes())?;
+        stdout.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

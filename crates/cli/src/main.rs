@@ -1,0 +1,75 @@
+//! `ckeep`: Context Keeper's command line. Store long, index short.
+
+mod args;
+mod commands;
+
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::output::Output;
+
+/// An error caused by how the command was called (exit code 2), as opposed to a failure while
+/// doing the work (exit code 1).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version on stdout and errors on stderr, with exit code 0 or 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let out = Output::new(cli.global.json, cli.global.quiet);
+    match run(&cli, &out) {
+        Ok(code) => code,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            let usage = err.downcast_ref::<UsageError>().is_some() || is_user_input_error(&err);
+            out.error(&err, usage);
+            ExitCode::from(if usage { 2 } else { 1 })
+        }
+    }
+}
+
+/// A reader that stopped reading (`ckeep search … | head`) is not a failure.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+        || err.downcast_ref::<serde_json::Error>().is_some_and(|e| e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
+}
+
+/// Errors in what the user asked for (bad strategy, chunker mismatch, invalid parameter) count
+/// as usage errors; failures while loading or storing are runtime errors.
+fn is_user_input_error(err: &anyhow::Error) -> bool {
+    use ckeep_engine::Error as E;
+    matches!(
+        err.downcast_ref::<E>(),
+        Some(E::Strategy { .. } | E::Invalid(_) | E::ChunkerMismatch { .. })
+    )
+}
+
+fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
+    let store = cli.global.store.as_path();
+    match &cli.command {
+        Command::Add(a) => commands::add::run(store, a, out),
+        Command::Search(a) => commands::search::run(store, a, out),
+        Command::Show(a) => commands::show::run(store, a, out),
+        Command::Stats => commands::admin::stats(store, out),
+        Command::Rm(a) => commands::admin::rm(store, a, out),
+        Command::Check => commands::admin::check(store, out),
+    }
+}

@@ -1,0 +1,99 @@
+//! Where things are printed: results on stdout (one JSON document with `--json`), notes,
+//! warnings and progress bars on stderr.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+
+/// `println!` that returns an error instead of panicking when stdout is closed (`| head`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+pub(crate) use outln;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    pub json: bool,
+    quiet: bool,
+}
+
+impl Output {
+    pub fn new(json: bool, quiet: bool) -> Self {
+        Self { json, quiet }
+    }
+
+    /// A note for people, on stderr.
+    pub fn note(&self, msg: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("{}", msg.as_ref());
+        }
+    }
+
+    /// A warning, on stderr even with `--quiet`.
+    pub fn warn(&self, msg: impl AsRef<str>) {
+        eprintln!("warning: {}", msg.as_ref());
+    }
+
+    /// The one JSON document of a `--json` run.
+    pub fn print_json<T: Serialize>(&self, value: &T) -> anyhow::Result<()> {
+        let mut stdout = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut stdout, value)?;
+        writeln!(stdout)?;
+        Ok(())
+    }
+
+    /// Reports a failure: on stderr, and as `{"error": …}` on stdout with `--json`.
+    pub fn error(&self, err: &anyhow::Error, usage: bool) {
+        let message = format!("{err:#}");
+        eprintln!("ckeep: error: {message}");
+        if self.json {
+            let kind = if usage { "usage" } else { "runtime" };
+            let _ = self.print_json(&serde_json::json!({"error": {"kind": kind, "message": message}}));
+        }
+    }
+
+    /// A progress bar on stderr, hidden when stderr is not a terminal or with `--quiet`.
+    pub fn progress(&self, len: u64, what: &str) -> ProgressBar {
+        let target = if self.quiet || !std::io::stderr().is_terminal() {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        };
+        let bar = ProgressBar::with_draw_target(Some(len), target);
+        bar.set_style(
+            ProgressStyle::with_template("{msg:>9} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
+                .expect("static template")
+                .progress_chars("=> "),
+        );
+        bar.set_message(what.to_string());
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    }
+}
+
+/// Bytes as a human size.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1000.0 && unit + 1 < UNITS.len() {
+        v /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[unit]) }
+}
+
+/// One line of at most `max` characters, newlines and runs of spaces collapsed.
+pub fn snippet(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let cut: String = flat.chars().take(max).collect();
+    format!("{cut}…")
+}

@@ -1,0 +1,152 @@
+//! Ingest: documents in, chunks and lexical entries written in batches.
+//!
+//! Each batch is one store transaction, so an interrupted ingest leaves every document fully
+//! present or absent, and running the same ingest again completes it (unchanged documents are
+//! recognised by content hash and skipped).
+
+use ckeep_core::Document;
+use ckeep_index::Analyzer;
+use ckeep_store::{DocumentWrite, LexicalEntry, StoreWrite};
+use ckeep_text::{ChunkerSpec, WordCounter};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::{Engine, Error, Result, PLAIN_FIELD};
+
+/// A batch is written when it holds this many documents…
+const BATCH_DOCS: usize = 256;
+/// …or this many bytes of text.
+const BATCH_BYTES: usize = 8 << 20;
+
+/// What an ingest did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IngestReport {
+    /// Documents offered.
+    pub documents: u64,
+    /// New documents stored.
+    pub added: u64,
+    /// Documents whose content changed and were replaced.
+    pub replaced: u64,
+    /// Documents already stored with the same content (no-ops).
+    pub unchanged: u64,
+    /// Chunks written (all levels).
+    pub chunks: u64,
+    /// Bytes of text written.
+    pub bytes: u64,
+}
+
+/// An ingest in progress; call [`Ingest::finish`] to write the last batch.
+#[derive(Debug)]
+pub struct Ingest<'e, S: StoreWrite> {
+    engine: &'e mut Engine<S>,
+    chunker: ChunkerSpec,
+    pending: Vec<(Document, bool)>,
+    pending_bytes: usize,
+    report: IngestReport,
+}
+
+impl<S: StoreWrite> Engine<S> {
+    /// Starts an ingest with `chunker`, recording it (and the analyzer) in the manifest of a new
+    /// store, or checking them against an existing one.
+    pub fn ingest(&mut self, chunker: &ChunkerSpec) -> Result<Ingest<'_, S>> {
+        let mut manifest = self.store.manifest()?;
+        let requested = chunker.to_string();
+        match &manifest.chunker {
+            Some(stored) if *stored != requested => {
+                return Err(Error::ChunkerMismatch { stored: stored.clone(), requested });
+            }
+            _ => {}
+        }
+        if let Some(stored) = manifest.analyzer.as_deref().filter(|a| *a != Analyzer::NAME) {
+            return Err(Error::AnalyzerMismatch { stored: stored.to_string(), ours: Analyzer::NAME.to_string() });
+        }
+        if manifest.chunker.is_none() || manifest.analyzer.is_none() {
+            manifest.chunker = Some(requested);
+            manifest.analyzer = Some(Analyzer::NAME.to_string());
+            if manifest.created_by.is_empty() {
+                manifest.created_by = format!("ckeep {}", env!("CARGO_PKG_VERSION"));
+            }
+            self.store.set_manifest(&manifest)?;
+        }
+        Ok(Ingest { engine: self, chunker: chunker.clone(), pending: Vec::new(), pending_bytes: 0, report: IngestReport::default() })
+    }
+
+    /// The chunker recorded in the store, if any document was ever added.
+    pub fn stored_chunker(&self) -> Result<Option<ChunkerSpec>> {
+        let manifest = self.store.manifest()?;
+        manifest.chunker.map(|c| c.parse().map_err(Error::from)).transpose()
+    }
+}
+
+impl<S: StoreWrite> Ingest<'_, S> {
+    /// Adds a document; writes a batch when enough is pending.
+    pub fn add(&mut self, doc: Document) -> Result<()> {
+        self.report.documents += 1;
+        let stored = self.engine.store.document_hash(&doc.id)?;
+        let replacing = match stored {
+            Some(hash) if hash == doc.content_hash().to_hex() => {
+                self.report.unchanged += 1;
+                return Ok(());
+            }
+            Some(_) => true,
+            None => false,
+        };
+        self.pending_bytes += doc.text.len();
+        self.pending.push((doc, replacing));
+        if self.pending.len() >= BATCH_DOCS || self.pending_bytes >= BATCH_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// What has been done so far (written batches and skipped documents).
+    pub fn report(&self) -> &IngestReport {
+        &self.report
+    }
+
+    /// Writes pending documents as one transaction.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        let analyzer = &self.engine.analyzer;
+        let chunker = &self.chunker;
+        let writes: Vec<(DocumentWrite, bool)> =
+            pending.into_par_iter().map(|(doc, replacing)| (prepare(doc, chunker, analyzer), replacing)).collect();
+        let mut report = self.report.clone();
+        for (w, replacing) in &writes {
+            if *replacing {
+                report.replaced += 1;
+            } else {
+                report.added += 1;
+            }
+            report.chunks += w.chunks.len() as u64;
+            report.bytes += w.document.text.len() as u64;
+        }
+        self.engine.store.write_batch(writes.into_iter().map(|(w, _)| w).collect())?;
+        self.report = report;
+        Ok(())
+    }
+
+    /// Writes what is pending and returns the report.
+    pub fn finish(mut self) -> Result<IngestReport> {
+        self.flush()?;
+        Ok(self.report)
+    }
+}
+
+/// Chunks a document and analyses its leaves for the lexical index.
+fn prepare(doc: Document, chunker: &ChunkerSpec, analyzer: &Analyzer) -> DocumentWrite {
+    let chunks = chunker.chunk(&doc.text, &WordCounter);
+    let lexical = chunks
+        .iter()
+        .filter(|c| c.leaf)
+        .map(|c| {
+            let (terms, len) = analyzer.term_counts(c.span.slice(&doc.text));
+            LexicalEntry { field: PLAIN_FIELD.to_string(), ordinal: c.ordinal, terms, len }
+        })
+        .collect();
+    DocumentWrite { document: doc, chunks, lexical, vectors: Vec::new(), summaries: Vec::new() }
+}

@@ -1,0 +1,108 @@
+//! The library facade: what the CLI, the server and users' programs call.
+//!
+//! # Brief overview
+//! - [`Engine`] wraps a store. [`Engine::ingest`] opens an [`Ingest`] that chunks, indexes and
+//!   writes documents in batches (one transaction each); unchanged documents are skipped by
+//!   content hash, changed ones replaced.
+//! - [`Engine::search`] runs a [`Strategy`] (`mode=bm25,level=doc,agg=max,k=10`) and returns a
+//!   [`SearchResponse`] whose JSON form is the one in DESIGN.md.
+//!
+//! ```
+//! use ckeep_core::Document;
+//! use ckeep_engine::{Engine, SearchRequest};
+//! use ckeep_store::SqliteStore;
+//!
+//! let mut engine = Engine::new(SqliteStore::in_memory().unwrap());
+//! let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+//! ingest.add(Document::new("d", "", "Cats purr. Dogs bark loudly.")).unwrap();
+//! ingest.finish().unwrap();
+//! let res = engine.search(&SearchRequest::new("barking dog")).unwrap();
+//! assert_eq!(res.results[0].text, "Dogs bark loudly.");
+//! ```
+
+mod ingest;
+mod search;
+mod strategy;
+
+use ckeep_index::{Analyzer, Bm25};
+
+pub use ingest::{Ingest, IngestReport};
+pub use search::{SearchRequest, SearchResponse, SearchResult};
+pub use strategy::{Level, Mode, Strategy, MAX_K};
+
+/// The lexical field that holds chunks' own text.
+pub const PLAIN_FIELD: &str = "plain";
+
+/// Engine failures. Variants say whether the user or the system is at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store failed (see the store error for whose fault).
+    #[error(transparent)]
+    Store(#[from] ckeep_store::Error),
+    /// Input could not be loaded (user error).
+    #[error(transparent)]
+    Load(#[from] ckeep_text::Error),
+    /// The store was built with another chunker (user error).
+    #[error("the store was chunked with `{stored}`, not `{requested}`; use another --store, or omit --chunker")]
+    ChunkerMismatch {
+        /// In the manifest.
+        stored: String,
+        /// Asked for.
+        requested: String,
+    },
+    /// The store was indexed with another analyzer (a store from another ckeep version).
+    #[error("the store's lexical index uses analyzer `{stored}`, this ckeep uses `{ours}`; re-create the store")]
+    AnalyzerMismatch {
+        /// In the manifest.
+        stored: String,
+        /// This build's.
+        ours: String,
+    },
+    /// A strategy spec is invalid or asks for something unavailable (user error).
+    #[error("invalid strategy `{spec}`: {message}")]
+    Strategy {
+        /// The spec.
+        spec: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A request parameter is invalid (user error).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Engine results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The engine over one store.
+#[derive(Debug)]
+pub struct Engine<S> {
+    store: S,
+    analyzer: Analyzer,
+    bm25: Bm25,
+}
+
+impl<S> Engine<S> {
+    /// An engine over `store` with default BM25 parameters.
+    pub fn new(store: S) -> Self {
+        Self { store, analyzer: Analyzer::default(), bm25: Bm25::default() }
+    }
+
+    /// The same engine with other BM25 parameters.
+    #[must_use]
+    pub fn with_bm25(mut self, bm25: Bm25) -> Self {
+        self.bm25 = bm25;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The store, for writing directly.
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+}

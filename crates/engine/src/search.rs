@@ -1,0 +1,181 @@
+//! Query: analyse → score chunks → rank chunks or aggregate to documents → fetch spans and text
+//! from the store → explain.
+
+use ckeep_core::{ChunkHit, ChunkId, DocKey, Span};
+use ckeep_index::{top_k, DocHit, TermExplanation};
+use ckeep_store::StoreRead;
+use serde::Serialize;
+
+use crate::{Engine, Error, Level, Result, Strategy, PLAIN_FIELD};
+
+/// Longest query accepted, in bytes.
+pub const MAX_QUERY_BYTES: usize = 16 * 1024;
+
+/// Separator between the texts of several chunks of one document result.
+const ELLIPSIS: &str = "\n…\n";
+
+/// A query and how to run it.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    /// The query text.
+    pub query: String,
+    /// The recipe.
+    pub strategy: Strategy,
+    /// Whether to include score explanations.
+    pub explain: bool,
+}
+
+impl SearchRequest {
+    /// A request with the default strategy.
+    pub fn new(query: impl Into<String>) -> Self {
+        Self { query: query.into(), strategy: Strategy::default(), explain: false }
+    }
+}
+
+/// Results in the JSON shape of DESIGN.md.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResponse {
+    /// The query.
+    pub query: String,
+    /// The strategy, in its textual form.
+    pub strategy: String,
+    /// Results, best first.
+    pub results: Vec<SearchResult>,
+}
+
+/// One result: a chunk, or a document with the chunks that ranked it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// 1-based rank.
+    pub rank: usize,
+    /// The document's id.
+    pub doc_id: String,
+    /// The score (BM25 for chunks; aggregated for documents).
+    pub score: f32,
+    /// The text of the spans, in document order.
+    pub text: String,
+    /// Byte spans into the stored document, in document order.
+    pub spans: Vec<Span>,
+    /// Heading path of the (first) chunk.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub headings: String,
+    /// The chunks behind the result, best first.
+    pub chunks: Vec<ResultChunk>,
+    /// Why the result ranks where it does (with `explain`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explanation>,
+}
+
+/// A chunk behind a result.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResultChunk {
+    /// Its id.
+    pub chunk_id: ChunkId,
+    /// Its span.
+    pub span: Span,
+    /// Its score.
+    pub score: f32,
+}
+
+/// Score components of one result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    /// Scoring mode.
+    pub mode: String,
+    /// The analysed query terms.
+    pub query_terms: Vec<String>,
+    /// How the document score was formed from chunk scores (document level only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregation: Option<String>,
+    /// Per chunk, each matching term's part of its BM25 score.
+    pub chunks: Vec<ChunkExplanation>,
+}
+
+/// Score components of one chunk.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChunkExplanation {
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// Its span.
+    pub span: Span,
+    /// Its BM25 score.
+    pub bm25: f32,
+    /// Per matching term.
+    pub terms: Vec<TermExplanation>,
+}
+
+impl<S: StoreRead> Engine<S> {
+    /// Runs a search.
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
+        let strategy = req.strategy.clone().validate()?;
+        if req.query.trim().is_empty() {
+            return Err(Error::Invalid("the query is empty".into()));
+        }
+        if req.query.len() > MAX_QUERY_BYTES {
+            return Err(Error::Invalid(format!("the query is {} bytes; the limit is {MAX_QUERY_BYTES}", req.query.len())));
+        }
+        if let Some(wanted) = &strategy.chunker {
+            let stored = self.store.manifest()?.chunker.unwrap_or_default();
+            if stored != wanted.to_string() {
+                return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
+            }
+        }
+        let (terms, _) = self.analyzer.term_counts(&req.query);
+        let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
+        let (stats, postings) = self.store.postings(PLAIN_FIELD, &names)?;
+        let hits = self.bm25.score(&terms, &postings, stats);
+        let groups: Vec<DocHit> = match strategy.level {
+            Level::Chunk => top_k(hits, strategy.k)
+                .into_iter()
+                .map(|h| DocHit { doc: h.doc, score: h.score, chunks: vec![h] })
+                .collect(),
+            Level::Doc => strategy.agg.rank(hits, strategy.k),
+        };
+        let explain = |chunks: &[(ChunkHit, Span)]| Explanation {
+            mode: strategy.mode.to_string(),
+            query_terms: names.clone(),
+            aggregation: (strategy.level == Level::Doc).then(|| strategy.agg.to_string()),
+            chunks: chunks
+                .iter()
+                .map(|(h, span)| ChunkExplanation {
+                    chunk_id: h.chunk,
+                    span: *span,
+                    bm25: h.score,
+                    terms: self.bm25.explain(&terms, &postings, stats, h.chunk),
+                })
+                .collect(),
+        };
+        let mut results = Vec::with_capacity(groups.len());
+        for (i, group) in groups.into_iter().enumerate() {
+            let ids: Vec<ChunkId> = group.chunks.iter().map(|h| h.chunk).collect();
+            let records = self.store.chunks_by_id(&ids)?;
+            let with_spans: Vec<(ChunkHit, Span)> = group
+                .chunks
+                .iter()
+                .filter_map(|h| records.iter().find(|r| r.id == h.chunk).map(|r| (*h, r.chunk.span)))
+                .collect();
+            let mut spans: Vec<Span> = with_spans.iter().map(|(_, s)| *s).collect();
+            spans.sort_unstable();
+            let texts = spans.iter().map(|s| self.store.span_text(group.doc, *s)).collect::<Result<Vec<_>, _>>()?;
+            let doc_id = match records.first() {
+                Some(r) => r.doc_id.clone(),
+                None => self.doc_id(group.doc)?,
+            };
+            results.push(SearchResult {
+                rank: i + 1,
+                doc_id,
+                score: group.score,
+                text: texts.join(ELLIPSIS),
+                spans,
+                headings: records.first().map(|r| r.chunk.heading_path()).unwrap_or_default(),
+                chunks: with_spans.iter().map(|(h, span)| ResultChunk { chunk_id: h.chunk, span: *span, score: h.score }).collect(),
+                explain: req.explain.then(|| explain(&with_spans)),
+            });
+        }
+        Ok(SearchResponse { query: req.query.clone(), strategy: strategy.to_string(), results })
+    }
+
+    fn doc_id(&self, key: DocKey) -> Result<String> {
+        Ok(self.store.doc_ids_by_key(&[key])?.pop().unwrap_or_default())
+    }
+}

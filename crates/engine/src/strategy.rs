@@ -1,0 +1,210 @@
+//! Retrieval strategies as one value with a textual form, usable on the command line and in
+//! TOML files: comma-separated `key=value` parts, e.g. `chunker=paragraphs,mode=bm25,level=doc,agg=max,k=10`.
+//!
+//! Values may themselves contain commas (`chunker=hierarchy:512,128` or
+//! `chunker=words:100,overlap=20`): a part that is not `known_key=value` continues the previous
+//! value. Omitted keys take the defaults of [`Strategy::default`].
+
+use std::fmt;
+use std::str::FromStr;
+
+use ckeep_index::Aggregation;
+use ckeep_text::ChunkerSpec;
+
+use crate::Error;
+
+/// Keys of the spec; `model`, `repr`, `summarizer` and `expand` are reserved for the embedding
+/// and context-expansion parts and refused with a clear message until they exist.
+const KEYS: [&str; 9] = ["chunker", "model", "repr", "summarizer", "mode", "level", "agg", "expand", "k"];
+
+/// How chunks are scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Okapi BM25 over the chunks' analysed text.
+    #[default]
+    Bm25,
+}
+
+/// What a result is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Level {
+    /// A chunk.
+    #[default]
+    Chunk,
+    /// A document, ranked from its chunks by the aggregation.
+    Doc,
+}
+
+/// A complete retrieval recipe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Strategy {
+    /// The chunker the index must have been built with (`None`: whatever the store has).
+    pub chunker: Option<ChunkerSpec>,
+    /// Scoring mode (default `bm25`).
+    pub mode: Mode,
+    /// Result level (default `chunk`).
+    pub level: Level,
+    /// Chunk-to-document aggregation for `level=doc` (default `max`).
+    pub agg: Aggregation,
+    /// Number of results (default 10).
+    pub k: usize,
+}
+
+/// Largest `k` accepted.
+pub const MAX_K: usize = 10_000;
+
+impl Default for Strategy {
+    fn default() -> Self {
+        Self { chunker: None, mode: Mode::Bm25, level: Level::Chunk, agg: Aggregation::Max, k: 10 }
+    }
+}
+
+impl Strategy {
+    /// One line per key, for `--help`.
+    pub const HELP: &'static str = "\
+chunker=SPEC   chunker the index must be built with (default: the store's)
+mode=bm25      scoring (default bm25)
+level=chunk|doc  rank chunks, or documents from their chunks (default chunk)
+agg=max|mean:K|sum  chunk-to-document aggregation for level=doc (default max)
+k=N            number of results (default 10)";
+
+    /// Checks `k` and returns the strategy.
+    pub fn validate(self) -> Result<Self, Error> {
+        if self.k == 0 || self.k > MAX_K {
+            return Err(Error::Invalid(format!("k = {} is out of range: expected 1 to {MAX_K}", self.k)));
+        }
+        Ok(self)
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mode::Bm25 => f.write_str("bm25"),
+        }
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "bm25" => Ok(Mode::Bm25),
+            "dense" | "hybrid" => Err(format!("mode `{s}` needs an embedding model, which this build does not have yet; use bm25")),
+            _ => Err(format!("unknown mode `{s}`; expected bm25")),
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Chunk => "chunk",
+            Level::Doc => "doc",
+        })
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "chunk" => Ok(Level::Chunk),
+            "doc" | "document" => Ok(Level::Doc),
+            _ => Err(format!("unknown level `{s}`; expected chunk or doc")),
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(c) = &self.chunker {
+            write!(f, "chunker={c},")?;
+        }
+        write!(f, "mode={},level={}", self.mode, self.level)?;
+        if self.level == Level::Doc {
+            write!(f, ",agg={}", self.agg)?;
+        }
+        write!(f, ",k={}", self.k)
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = Error;
+
+    fn from_str(spec: &str) -> Result<Self, Error> {
+        let err = |message: String| Error::Strategy { spec: spec.to_string(), message };
+        let mut parts: Vec<(String, String)> = Vec::new();
+        for raw in spec.split(',') {
+            match raw.split_once('=') {
+                Some((k, v)) if KEYS.contains(&k.trim()) => parts.push((k.trim().to_string(), v.trim().to_string())),
+                _ => match parts.last_mut() {
+                    Some((_, v)) if !raw.trim().is_empty() => {
+                        v.push(',');
+                        v.push_str(raw.trim());
+                    }
+                    _ => return Err(err(format!("expected key=value with a key among {}, got `{raw}`", KEYS.join(", ")))),
+                },
+            }
+        }
+        let mut s = Strategy::default();
+        let mut seen = Vec::new();
+        for (key, value) in parts {
+            if seen.contains(&key) {
+                return Err(err(format!("`{key}` is given twice")));
+            }
+            match key.as_str() {
+                "chunker" => s.chunker = Some(value.parse().map_err(|e: ckeep_text::Error| err(e.to_string()))?),
+                "mode" => s.mode = value.parse().map_err(err)?,
+                "level" => s.level = value.parse().map_err(err)?,
+                "agg" => s.agg = value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?,
+                "k" => s.k = value.parse().map_err(|_| err(format!("k must be a whole number, got `{value}`")))?,
+                other => return Err(err(format!("`{other}` is not available in this build yet"))),
+            }
+            seen.push(key);
+        }
+        s.validate().map_err(|e| err(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_values_with_commas() {
+        let s: Strategy = "chunker=hierarchy:512,128,mode=bm25,level=doc,agg=mean:3,k=5".parse().unwrap();
+        assert_eq!(s.chunker.as_ref().unwrap().to_string(), "hierarchy:512,128");
+        assert_eq!((s.level, s.agg, s.k), (Level::Doc, Aggregation::Mean(3), 5));
+        let w: Strategy = "chunker=words:100,overlap=20,k=3".parse().unwrap();
+        assert_eq!(w.chunker.unwrap().to_string(), "words:100,overlap=20");
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for spec in ["mode=bm25,level=chunk,k=10", "chunker=paragraphs:1,mode=bm25,level=doc,agg=sum,k=100"] {
+            let s: Strategy = spec.parse().unwrap();
+            assert_eq!(s.to_string(), spec);
+        }
+        assert_eq!("".parse::<Strategy>().map(|s| s.to_string()).ok(), None, "empty spec is an error");
+        assert_eq!("k=3".parse::<Strategy>().unwrap(), Strategy { k: 3, ..Strategy::default() });
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        for (spec, needle) in [
+            ("mode=dense", "needs an embedding model"),
+            ("expand=window:2", "not available in this build"),
+            ("k=0", "out of range"),
+            ("k=ten", "whole number"),
+            ("level=para", "expected chunk or doc"),
+            ("agg=median", "max, mean:K"),
+            ("chunker=nope", "unknown chunker"),
+            ("colour=red", "expected key=value"),
+            ("k=1,k=2", "given twice"),
+        ] {
+            let e = spec.parse::<Strategy>().unwrap_err().to_string();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
+    }
+}
