@@ -42,7 +42,7 @@ pub enum Command {
     /// Add files, directories, JSONL corpora or stdin (`-`) to the store.
     ///
     /// Formats by extension: .txt/.rst (plain), .md (Markdown), .ipynb (Jupyter: markdown cells as
-    /// they are, code cells as fenced blocks), .jsonl (one document per line with id/_id/doc_id,
+    /// they are, code cells as fenced blocks), .jsonl (one document per line with id/_`id/doc_id`,
     /// text/contents, optional title and metadata; BEIR corpus.jsonl works as is). Directories
     /// are walked recursively, skipping hidden files and .gitignore/.ckeepignore entries.
     ///

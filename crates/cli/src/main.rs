@@ -48,8 +48,12 @@ fn main() -> ExitCode {
 
 /// A reader that stopped reading (`ckeep search … | head`) is not a failure.
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
-        || err.downcast_ref::<serde_json::Error>().is_some_and(|e| e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    }) || err
+        .downcast_ref::<serde_json::Error>()
+        .is_some_and(|e| e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
 }
 
 /// Errors in what the user asked for (bad strategy, chunker mismatch, invalid parameter) count

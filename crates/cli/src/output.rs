@@ -35,11 +35,13 @@ impl Output {
     }
 
     /// A warning, on stderr even with `--quiet`.
+    #[allow(clippy::unused_self)] // a method so that all printing goes through `Output`
     pub fn warn(&self, msg: impl AsRef<str>) {
         eprintln!("warning: {}", msg.as_ref());
     }
 
     /// The one JSON document of a `--json` run.
+    #[allow(clippy::unused_self)] // as above
     pub fn print_json<T: Serialize>(&self, value: &T) -> anyhow::Result<()> {
         let mut stdout = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut stdout, value)?;
@@ -53,7 +55,8 @@ impl Output {
         eprintln!("ckeep: error: {message}");
         if self.json {
             let kind = if usage { "usage" } else { "runtime" };
-            let _ = self.print_json(&serde_json::json!({"error": {"kind": kind, "message": message}}));
+            let _ =
+                self.print_json(&serde_json::json!({"error": {"kind": kind, "message": message}}));
         }
     }
 

@@ -259,23 +259,23 @@ mod tests {
 
     #[test]
     fn content_hash_changes_with_any_field() {
-        let a = Document::new("x", "t", "body");
-        let mut b = a.clone();
-        assert_eq!(a.content_hash(), b.content_hash());
-        b.title = "t2".into();
-        assert_ne!(a.content_hash(), b.content_hash());
-        let mut c = a.clone();
-        c.metadata = serde_json::json!({"k": 1});
-        assert_ne!(a.content_hash(), c.content_hash());
+        let base = Document::new("x", "t", "body");
+        let mut retitled = base.clone();
+        assert_eq!(base.content_hash(), retitled.content_hash());
+        retitled.title = "t2".into();
+        assert_ne!(base.content_hash(), retitled.content_hash());
+        let mut tagged = base.clone();
+        tagged.metadata = serde_json::json!({"k": 1});
+        assert_ne!(base.content_hash(), tagged.content_hash());
         // Length prefixes keep ("ab","c") and ("a","bc") apart.
-        let d = Document::new("x", "ab", "c");
-        let e = Document::new("x", "a", "bc");
-        assert_ne!(d.content_hash(), e.content_hash());
+        let left = Document::new("x", "ab", "c");
+        let right = Document::new("x", "a", "bc");
+        assert_ne!(left.content_hash(), right.content_hash());
     }
 
     #[test]
     fn rank_order_breaks_ties_by_id() {
-        let mut hits = vec![
+        let mut hits = [
             ChunkHit { chunk: ChunkId(5), doc: DocKey(1), score: 1.0 },
             ChunkHit { chunk: ChunkId(2), doc: DocKey(1), score: 1.0 },
             ChunkHit { chunk: ChunkId(9), doc: DocKey(1), score: 2.0 },

@@ -11,7 +11,7 @@ use ckeep_text::{ChunkerSpec, WordCounter};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::{Engine, Error, Result, PLAIN_FIELD};
+use crate::{Engine, Error, PLAIN_FIELD, Result};
 
 /// A batch is written when it holds this many documents…
 const BATCH_DOCS: usize = 256;
@@ -58,7 +58,10 @@ impl<S: StoreWrite> Engine<S> {
             _ => {}
         }
         if let Some(stored) = manifest.analyzer.as_deref().filter(|a| *a != Analyzer::NAME) {
-            return Err(Error::AnalyzerMismatch { stored: stored.to_string(), ours: Analyzer::NAME.to_string() });
+            return Err(Error::AnalyzerMismatch {
+                stored: stored.to_string(),
+                ours: Analyzer::NAME.to_string(),
+            });
         }
         if manifest.chunker.is_none() || manifest.analyzer.is_none() {
             manifest.chunker = Some(requested);
@@ -68,7 +71,13 @@ impl<S: StoreWrite> Engine<S> {
             }
             self.store.set_manifest(&manifest)?;
         }
-        Ok(Ingest { engine: self, chunker: chunker.clone(), pending: Vec::new(), pending_bytes: 0, report: IngestReport::default() })
+        Ok(Ingest {
+            engine: self,
+            chunker: chunker.clone(),
+            pending: Vec::new(),
+            pending_bytes: 0,
+            report: IngestReport::default(),
+        })
     }
 
     /// The chunker recorded in the store, if any document was ever added.
@@ -113,8 +122,10 @@ impl<S: StoreWrite> Ingest<'_, S> {
         self.pending_bytes = 0;
         let analyzer = &self.engine.analyzer;
         let chunker = &self.chunker;
-        let writes: Vec<(DocumentWrite, bool)> =
-            pending.into_par_iter().map(|(doc, replacing)| (prepare(doc, chunker, analyzer), replacing)).collect();
+        let writes: Vec<(DocumentWrite, bool)> = pending
+            .into_par_iter()
+            .map(|(doc, replacing)| (prepare(doc, chunker, analyzer), replacing))
+            .collect();
         let mut report = self.report.clone();
         for (w, replacing) in &writes {
             if *replacing {

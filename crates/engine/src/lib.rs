@@ -28,7 +28,7 @@ use ckeep_index::{Analyzer, Bm25};
 
 pub use ingest::{Ingest, IngestReport};
 pub use search::{SearchRequest, SearchResponse, SearchResult};
-pub use strategy::{Level, Mode, Strategy, MAX_K};
+pub use strategy::{Level, MAX_K, Mode, Strategy};
 
 /// The lexical field that holds chunks' own text.
 pub const PLAIN_FIELD: &str = "plain";
@@ -44,7 +44,9 @@ pub enum Error {
     #[error(transparent)]
     Load(#[from] ckeep_text::Error),
     /// The store was built with another chunker (user error).
-    #[error("the store was chunked with `{stored}`, not `{requested}`; use another --store, or omit --chunker")]
+    #[error(
+        "the store was chunked with `{stored}`, not `{requested}`; use another --store, or omit --chunker"
+    )]
     ChunkerMismatch {
         /// In the manifest.
         stored: String,
@@ -52,7 +54,9 @@ pub enum Error {
         requested: String,
     },
     /// The store was indexed with another analyzer (a store from another ckeep version).
-    #[error("the store's lexical index uses analyzer `{stored}`, this ckeep uses `{ours}`; re-create the store")]
+    #[error(
+        "the store's lexical index uses analyzer `{stored}`, this ckeep uses `{ours}`; re-create the store"
+    )]
     AnalyzerMismatch {
         /// In the manifest.
         stored: String,

@@ -2,11 +2,11 @@
 //! from the store → explain.
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey, Span};
-use ckeep_index::{top_k, DocHit, TermExplanation};
+use ckeep_index::{DocHit, TermExplanation, top_k};
 use ckeep_store::StoreRead;
 use serde::Serialize;
 
-use crate::{Engine, Error, Level, Result, Strategy, PLAIN_FIELD};
+use crate::{Engine, Error, Level, PLAIN_FIELD, Result, Strategy};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 16 * 1024;
@@ -112,7 +112,10 @@ impl<S: StoreRead> Engine<S> {
             return Err(Error::Invalid("the query is empty".into()));
         }
         if req.query.len() > MAX_QUERY_BYTES {
-            return Err(Error::Invalid(format!("the query is {} bytes; the limit is {MAX_QUERY_BYTES}", req.query.len())));
+            return Err(Error::Invalid(format!(
+                "the query is {} bytes; the limit is {MAX_QUERY_BYTES}",
+                req.query.len()
+            )));
         }
         if let Some(wanted) = &strategy.chunker {
             let stored = self.store.manifest()?.chunker.unwrap_or_default();
@@ -152,11 +155,16 @@ impl<S: StoreRead> Engine<S> {
             let with_spans: Vec<(ChunkHit, Span)> = group
                 .chunks
                 .iter()
-                .filter_map(|h| records.iter().find(|r| r.id == h.chunk).map(|r| (*h, r.chunk.span)))
+                .filter_map(|h| {
+                    records.iter().find(|r| r.id == h.chunk).map(|r| (*h, r.chunk.span))
+                })
                 .collect();
             let mut spans: Vec<Span> = with_spans.iter().map(|(_, s)| *s).collect();
             spans.sort_unstable();
-            let texts = spans.iter().map(|s| self.store.span_text(group.doc, *s)).collect::<Result<Vec<_>, _>>()?;
+            let texts = spans
+                .iter()
+                .map(|s| self.store.span_text(group.doc, *s))
+                .collect::<Result<Vec<_>, _>>()?;
             let doc_id = match records.first() {
                 Some(r) => r.doc_id.clone(),
                 None => self.doc_id(group.doc)?,
@@ -168,7 +176,10 @@ impl<S: StoreRead> Engine<S> {
                 text: texts.join(ELLIPSIS),
                 spans,
                 headings: records.first().map(|r| r.chunk.heading_path()).unwrap_or_default(),
-                chunks: with_spans.iter().map(|(h, span)| ResultChunk { chunk_id: h.chunk, span: *span, score: h.score }).collect(),
+                chunks: with_spans
+                    .iter()
+                    .map(|(h, span)| ResultChunk { chunk_id: h.chunk, span: *span, score: h.score })
+                    .collect(),
                 explain: req.explain.then(|| explain(&with_spans)),
             });
         }

@@ -15,7 +15,8 @@ use crate::Error;
 
 /// Keys of the spec; `model`, `repr`, `summarizer` and `expand` are reserved for the embedding
 /// and context-expansion parts and refused with a clear message until they exist.
-const KEYS: [&str; 9] = ["chunker", "model", "repr", "summarizer", "mode", "level", "agg", "expand", "k"];
+const KEYS: [&str; 9] =
+    ["chunker", "model", "repr", "summarizer", "mode", "level", "agg", "expand", "k"];
 
 /// How chunks are scored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,7 +72,10 @@ k=N            number of results (default 10)";
     /// Checks `k` and returns the strategy.
     pub fn validate(self) -> Result<Self, Error> {
         if self.k == 0 || self.k > MAX_K {
-            return Err(Error::Invalid(format!("k = {} is out of range: expected 1 to {MAX_K}", self.k)));
+            return Err(Error::Invalid(format!(
+                "k = {} is out of range: expected 1 to {MAX_K}",
+                self.k
+            )));
         }
         Ok(self)
     }
@@ -90,7 +94,9 @@ impl FromStr for Mode {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "bm25" => Ok(Mode::Bm25),
-            "dense" | "hybrid" => Err(format!("mode `{s}` needs an embedding model, which this build does not have yet; use bm25")),
+            "dense" | "hybrid" => Err(format!(
+                "mode `{s}` needs an embedding model, which this build does not have yet; use bm25"
+            )),
             _ => Err(format!("unknown mode `{s}`; expected bm25")),
         }
     }
@@ -137,13 +143,20 @@ impl FromStr for Strategy {
         let mut parts: Vec<(String, String)> = Vec::new();
         for raw in spec.split(',') {
             match raw.split_once('=') {
-                Some((k, v)) if KEYS.contains(&k.trim()) => parts.push((k.trim().to_string(), v.trim().to_string())),
+                Some((k, v)) if KEYS.contains(&k.trim()) => {
+                    parts.push((k.trim().to_string(), v.trim().to_string()))
+                }
                 _ => match parts.last_mut() {
                     Some((_, v)) if !raw.trim().is_empty() => {
                         v.push(',');
                         v.push_str(raw.trim());
                     }
-                    _ => return Err(err(format!("expected key=value with a key among {}, got `{raw}`", KEYS.join(", ")))),
+                    _ => {
+                        return Err(err(format!(
+                            "expected key=value with a key among {}, got `{raw}`",
+                            KEYS.join(", ")
+                        )));
+                    }
                 },
             }
         }
@@ -154,11 +167,20 @@ impl FromStr for Strategy {
                 return Err(err(format!("`{key}` is given twice")));
             }
             match key.as_str() {
-                "chunker" => s.chunker = Some(value.parse().map_err(|e: ckeep_text::Error| err(e.to_string()))?),
+                "chunker" => {
+                    s.chunker =
+                        Some(value.parse().map_err(|e: ckeep_text::Error| err(e.to_string()))?)
+                }
                 "mode" => s.mode = value.parse().map_err(err)?,
                 "level" => s.level = value.parse().map_err(err)?,
-                "agg" => s.agg = value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?,
-                "k" => s.k = value.parse().map_err(|_| err(format!("k must be a whole number, got `{value}`")))?,
+                "agg" => {
+                    s.agg = value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?
+                }
+                "k" => {
+                    s.k = value
+                        .parse()
+                        .map_err(|_| err(format!("k must be a whole number, got `{value}`")))?
+                }
                 other => return Err(err(format!("`{other}` is not available in this build yet"))),
             }
             seen.push(key);
@@ -173,7 +195,8 @@ mod tests {
 
     #[test]
     fn parses_values_with_commas() {
-        let s: Strategy = "chunker=hierarchy:512,128,mode=bm25,level=doc,agg=mean:3,k=5".parse().unwrap();
+        let s: Strategy =
+            "chunker=hierarchy:512,128,mode=bm25,level=doc,agg=mean:3,k=5".parse().unwrap();
         assert_eq!(s.chunker.as_ref().unwrap().to_string(), "hierarchy:512,128");
         assert_eq!((s.level, s.agg, s.k), (Level::Doc, Aggregation::Mean(3), 5));
         let w: Strategy = "chunker=words:100,overlap=20,k=3".parse().unwrap();
@@ -182,11 +205,17 @@ mod tests {
 
     #[test]
     fn display_round_trips() {
-        for spec in ["mode=bm25,level=chunk,k=10", "chunker=paragraphs:1,mode=bm25,level=doc,agg=sum,k=100"] {
+        for spec in
+            ["mode=bm25,level=chunk,k=10", "chunker=paragraphs:1,mode=bm25,level=doc,agg=sum,k=100"]
+        {
             let s: Strategy = spec.parse().unwrap();
             assert_eq!(s.to_string(), spec);
         }
-        assert_eq!("".parse::<Strategy>().map(|s| s.to_string()).ok(), None, "empty spec is an error");
+        assert_eq!(
+            "".parse::<Strategy>().map(|s| s.to_string()).ok(),
+            None,
+            "empty spec is an error"
+        );
         assert_eq!("k=3".parse::<Strategy>().unwrap(), Strategy { k: 3, ..Strategy::default() });
     }
 

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
-use ckeep_core::{rank_order, ChunkHit, DocKey};
+use ckeep_core::{ChunkHit, DocKey, rank_order};
 
 use crate::Error;
 
@@ -49,12 +49,16 @@ impl FromStr for Aggregation {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
-        let bad = || Error::Parameter { name: "aggregation", value: s.to_string(), expected: "max, mean:K (K >= 1) or sum" };
+        let bad = || Error::Parameter {
+            name: "aggregation",
+            value: s.to_string(),
+            expected: "max, mean:K (K >= 1) or sum",
+        };
         match s.trim() {
             "max" => Ok(Aggregation::Max),
             "sum" => Ok(Aggregation::Sum),
             "mean" => Ok(Aggregation::Mean(3)),
-            other => match other.strip_prefix("mean:").map(|k| k.parse::<usize>()) {
+            other => match other.strip_prefix("mean:").map(str::parse::<usize>) {
                 Some(Ok(k)) if k >= 1 => Ok(Aggregation::Mean(k)),
                 _ => Err(bad()),
             },
@@ -104,8 +108,20 @@ mod tests {
     }
 
     fn ranked(agg: &str) -> Vec<(i64, f32, usize)> {
-        let hits = vec![hit(1, 1, 5.0), hit(2, 1, 1.0), hit(3, 1, 0.0), hit(4, 2, 4.0), hit(5, 2, 3.5), hit(6, 3, 2.0)];
-        agg.parse::<Aggregation>().unwrap().rank(hits, 10).iter().map(|d| (d.doc.0, d.score, d.chunks.len())).collect()
+        let hits = vec![
+            hit(1, 1, 5.0),
+            hit(2, 1, 1.0),
+            hit(3, 1, 0.0),
+            hit(4, 2, 4.0),
+            hit(5, 2, 3.5),
+            hit(6, 3, 2.0),
+        ];
+        agg.parse::<Aggregation>()
+            .unwrap()
+            .rank(hits, 10)
+            .iter()
+            .map(|d| (d.doc.0, d.score, d.chunks.len()))
+            .collect()
     }
 
     #[test]

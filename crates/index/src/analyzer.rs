@@ -79,7 +79,10 @@ mod tests {
     #[test]
     fn analysis() {
         let a = Analyzer::default();
-        assert_eq!(a.terms("Cats, CATS and cat's jumping—in Zürich 2024!"), ["cat", "cat", "cat", "s", "jump", "zürich", "2024"]);
+        assert_eq!(
+            a.terms("Cats, CATS and cat's jumping—in Zürich 2024!"),
+            ["cat", "cat", "cat", "s", "jump", "zürich", "2024"]
+        );
         assert!(a.terms("the of and").is_empty());
         let (counts, len) = a.term_counts("dog cat dog");
         assert_eq!(counts, [("cat".to_string(), 1), ("dog".to_string(), 2)]);

@@ -1,6 +1,6 @@
 //! Okapi BM25 over posting lists.
 //!
-//! score(q, c) = Σ_t qtf(t) · idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen)), with
+//! score(q, c) = `Σ_t` qtf(t) · idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen)), with
 //! Lucene's non-negative idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5)) (Robertson & Zaragoza 2009,
 //! "The Probabilistic Relevance Framework: BM25 and Beyond"). Defaults k1 = 0.9, b = 0.4 are
 //! Anserini's, used by its BEIR baselines.
@@ -44,10 +44,18 @@ impl Bm25 {
     /// BM25 with the given saturation `k1` (≥ 0) and length normalisation `b` (in [0, 1]).
     pub fn new(k1: f32, b: f32) -> Result<Self, Error> {
         if !(k1.is_finite() && k1 >= 0.0) {
-            return Err(Error::Parameter { name: "k1", value: k1.to_string(), expected: "a finite number >= 0" });
+            return Err(Error::Parameter {
+                name: "k1",
+                value: k1.to_string(),
+                expected: "a finite number >= 0",
+            });
         }
         if !(0.0..=1.0).contains(&b) {
-            return Err(Error::Parameter { name: "b", value: b.to_string(), expected: "a number from 0 to 1" });
+            return Err(Error::Parameter {
+                name: "b",
+                value: b.to_string(),
+                expected: "a number from 0 to 1",
+            });
         }
         Ok(Self { k1, b })
     }
@@ -75,19 +83,30 @@ impl Bm25 {
     }
 
     fn avg_len(stats: LexicalStats) -> f32 {
-        if stats.chunks == 0 { 1.0 } else { (stats.total_len as f64 / stats.chunks as f64).max(1e-9) as f32 }
+        if stats.chunks == 0 {
+            1.0
+        } else {
+            (stats.total_len as f64 / stats.chunks as f64).max(1e-9) as f32
+        }
     }
 
     /// Scores every chunk that contains a query term. `query` holds each distinct query term's
     /// count; `postings[i]` is the posting list of `query[i]`.
-    pub fn score(&self, query: &[(String, u32)], postings: &[Vec<Posting>], stats: LexicalStats) -> Vec<ChunkHit> {
+    pub fn score(
+        &self,
+        query: &[(String, u32)],
+        postings: &[Vec<Posting>],
+        stats: LexicalStats,
+    ) -> Vec<ChunkHit> {
         let avg_len = Self::avg_len(stats);
         let mut acc: HashMap<ChunkId, ChunkHit> = HashMap::new();
         for ((_, qtf), list) in query.iter().zip(postings) {
             let idf = Self::idf(stats.chunks, list.len() as u64) * *qtf as f32;
             for p in list {
                 let s = self.term_score(idf, p.tf, p.len, avg_len);
-                acc.entry(p.chunk).or_insert(ChunkHit { chunk: p.chunk, doc: p.doc, score: 0.0 }).score += s;
+                acc.entry(p.chunk)
+                    .or_insert(ChunkHit { chunk: p.chunk, doc: p.doc, score: 0.0 })
+                    .score += s;
             }
         }
         acc.into_values().collect()
@@ -138,7 +157,11 @@ mod tests {
         let hits = bm.score(&[("x".into(), 1)], &[vec![posting(1, 2, 5)]], stats);
         let idf = (1.0f64 + (4.0 - 1.0 + 0.5) / 1.5).ln();
         let expected = idf * 2.0 * 2.2 / (2.0 + 1.2 * (1.0 - 0.75 + 0.75 * 0.5));
-        assert!((f64::from(hits[0].score) - expected).abs() < 1e-5, "{} vs {expected}", hits[0].score);
+        assert!(
+            (f64::from(hits[0].score) - expected).abs() < 1e-5,
+            "{} vs {expected}",
+            hits[0].score
+        );
     }
 
     #[test]
@@ -149,7 +172,8 @@ mod tests {
         let common: Vec<Posting> = (0..50).map(|i| posting(i, 1, 10)).collect();
         let common = bm.score(&[("c".into(), 1)], &[common], stats)[0].score;
         assert!(rare > common);
-        let hits = bm.score(&[("t".into(), 1)], &[vec![posting(1, 1, 5), posting(2, 1, 50)]], stats);
+        let hits =
+            bm.score(&[("t".into(), 1)], &[vec![posting(1, 1, 5), posting(2, 1, 50)]], stats);
         let score = |c| hits.iter().find(|h| h.chunk == ChunkId(c)).unwrap().score;
         assert!(score(1) > score(2));
     }

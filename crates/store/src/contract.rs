@@ -1,4 +1,5 @@
 //! The `Store` contract: one suite that every implementation must pass.
+#![allow(clippy::missing_panics_doc)] // test code: every assertion is a panic by design
 //!
 //! Use [`crate::store_contract_tests!`] with an expression that makes a fresh, empty store behind
 //! a pointer (a `Box`, or a guard that also owns a temporary directory); it expands to one
@@ -38,24 +39,39 @@ macro_rules! store_contract_tests {
     )*};
 }
 
-fn chunk(start: usize, end: usize, ordinal: u32, depth: u16, parent: Option<u32>, leaf: bool) -> Chunk {
+fn chunk(
+    start: usize,
+    end: usize,
+    ordinal: u32,
+    depth: u16,
+    parent: Option<u32>,
+    leaf: bool,
+) -> Chunk {
     Chunk { span: Span::new(start, end), ordinal, depth, parent, leaf, headings: Vec::new() }
 }
 
 /// A document with a two-level chunk tree and lexical entries for its leaves.
 fn sample(id: &str, text: &str) -> DocumentWrite {
     // Split at the first whitespace after the middle, so no word is cut.
-    let mid = text.char_indices().find(|&(i, c)| i >= text.len() / 2 && c.is_whitespace()).map_or(text.len(), |(i, _)| i);
+    let mid = text
+        .char_indices()
+        .find(|&(i, c)| i >= text.len() / 2 && c.is_whitespace())
+        .map_or(text.len(), |(i, _)| i);
     let mut doc = Document::new(id, format!("Title of {id}"), text);
     doc.metadata = serde_json::json!({"lang": "en", "n": 1});
     doc.source = format!("{id}.txt");
-    let mut chunks = vec![chunk(0, text.len(), 0, 0, None, false), chunk(0, mid, 1, 1, Some(0), true), chunk(mid, text.len(), 2, 1, Some(0), true)];
+    let mut chunks = vec![
+        chunk(0, text.len(), 0, 0, None, false),
+        chunk(0, mid, 1, 1, Some(0), true),
+        chunk(mid, text.len(), 2, 1, Some(0), true),
+    ];
     chunks[1].headings = vec!["# Top".into(), "## Sub".into()];
     let lexical = [1u32, 2]
         .iter()
         .map(|&o| {
             let span = chunks[o as usize].span;
-            let words: Vec<String> = span.slice(text).split_whitespace().map(str::to_lowercase).collect();
+            let words: Vec<String> =
+                span.slice(text).split_whitespace().map(str::to_lowercase).collect();
             let mut terms: Vec<(String, u32)> = Vec::new();
             for w in &words {
                 match terms.iter_mut().find(|(t, _)| t == w) {
@@ -90,7 +106,8 @@ pub fn replace(store: &mut dyn StoreWrite) {
     store.write_batch(vec![sample("a", "new text now")]).unwrap();
     let doc = store.document("a").unwrap().unwrap();
     assert_eq!(doc.document.text, "new text now");
-    let (stats, lists) = store.postings("plain", &["old".into(), "new".into(), "text".into()]).unwrap();
+    let (stats, lists) =
+        store.postings("plain", &["old".into(), "new".into(), "text".into()]).unwrap();
     assert!(lists[0].is_empty(), "postings of the replaced text are gone");
     assert_eq!(lists[1].len(), 1);
     assert_eq!(lists[2].len(), 2, "`text` in a and b");
@@ -160,7 +177,11 @@ pub fn invalid_write_is_atomic(store: &mut dyn StoreWrite) {
 pub fn vectors_and_summaries(store: &mut dyn StoreWrite) {
     let mut w = sample("a", "vectors here");
     w.vectors = vec![
-        VectorEntry { repr: "plain".into(), ordinal: 1, vector: vec![0.5, -1.25, f32::MIN_POSITIVE] },
+        VectorEntry {
+            repr: "plain".into(),
+            ordinal: 1,
+            vector: vec![0.5, -1.25, f32::MIN_POSITIVE],
+        },
         VectorEntry { repr: "plain".into(), ordinal: 2, vector: vec![3.0, 0.0, -0.0] },
     ];
     w.summaries = vec![("lead:3".into(), "vectors".into())];
@@ -206,7 +227,8 @@ pub fn lookups_keep_order(store: &mut dyn StoreWrite) {
     let a = store.chunks_of("a").unwrap();
     let b = store.chunks_of("b").unwrap();
     let ids = [b[2].id, a[1].id, ChunkId(-5), b[0].id];
-    let got: Vec<(ChunkId, String)> = store.chunks_by_id(&ids).unwrap().into_iter().map(|c| (c.id, c.doc_id)).collect();
+    let got: Vec<(ChunkId, String)> =
+        store.chunks_by_id(&ids).unwrap().into_iter().map(|c| (c.id, c.doc_id)).collect();
     assert_eq!(got, [(b[2].id, "b".into()), (a[1].id, "a".into()), (b[0].id, "b".into())]);
     assert_eq!(store.doc_ids_by_key(&[b[0].doc, a[0].doc]).unwrap(), ["b", "a"]);
 }

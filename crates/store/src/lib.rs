@@ -4,7 +4,7 @@
 //! # Brief overview
 //! - [`StoreRead`] / [`StoreWrite`]: the contract every backend satisfies; [`contract`] (feature
 //!   `testing`) is the one test suite each implementation runs.
-//! - [`SqliteStore`]: the embedded default — one SQLite file in WAL mode, one transaction per
+//! - [`SqliteStore`]: the embedded default — one `SQLite` file in WAL mode, one transaction per
 //!   batch of documents, so a crash leaves every document fully present or absent.
 //! - [`DocumentWrite`]: everything about one document, written atomically.
 //!
@@ -41,7 +41,9 @@ pub enum Error {
         path: String,
     },
     /// The store was written by a newer version (user error: upgrade `ckeep`).
-    #[error("the store at {path} has schema version {found}, newer than this ckeep's {supported}; upgrade ckeep to open it")]
+    #[error(
+        "the store at {path} has schema version {found}, newer than this ckeep's {supported}; upgrade ckeep to open it"
+    )]
     NewerSchema {
         /// The store location.
         path: String,
@@ -104,7 +106,11 @@ pub trait StoreRead {
     /// The text of `span` in document `key`.
     fn span_text(&self, key: ckeep_core::DocKey, span: ckeep_core::Span) -> Result<String>;
     /// Statistics of a lexical field and the posting list of each term (sorted by chunk id).
-    fn postings(&self, field: &str, terms: &[String]) -> Result<(ckeep_core::LexicalStats, Vec<Vec<ckeep_core::Posting>>)>;
+    fn postings(
+        &self,
+        field: &str,
+        terms: &[String],
+    ) -> Result<(ckeep_core::LexicalStats, Vec<Vec<ckeep_core::Posting>>)>;
     /// Vectors of a representation: `(chunk, vector)` in chunk order.
     fn vectors(&self, repr: &str) -> Result<Vec<(ckeep_core::ChunkId, Vec<f32>)>>;
     /// A document's summaries `(summarizer, text)`.

@@ -1,4 +1,4 @@
-//! The Store contract against SQLite in memory and on disk, plus the SQLite-only behaviour:
+//! The Store contract against `SQLite` in memory and on disk, plus the SQLite-only behaviour:
 //! reopening, schema versions, foreign files.
 
 use ckeep_store::{Error, SqliteStore, StoreRead, StoreWrite};
@@ -28,7 +28,10 @@ mod on_disk {
 
     fn make() -> DiskStore {
         let dir = tempfile::tempdir().unwrap();
-        DiskStore { store: ckeep_store::SqliteStore::open_or_create(&dir.path().join("store")).unwrap(), _dir: dir }
+        DiskStore {
+            store: ckeep_store::SqliteStore::open_or_create(&dir.path().join("store")).unwrap(),
+            _dir: dir,
+        }
     }
 
     ckeep_store::store_contract_tests!(make());
@@ -85,7 +88,14 @@ fn check_reports_broken_invariants() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = SqliteStore::open_or_create(dir.path()).unwrap();
     let doc = ckeep_core::Document::new("x", "", "short");
-    let chunk = ckeep_core::Chunk { span: ckeep_core::Span::new(0, 5), ordinal: 0, depth: 0, parent: None, leaf: true, headings: vec![] };
+    let chunk = ckeep_core::Chunk {
+        span: ckeep_core::Span::new(0, 5),
+        ordinal: 0,
+        depth: 0,
+        parent: None,
+        leaf: true,
+        headings: vec![],
+    };
     s.write_batch(vec![ckeep_store::DocumentWrite::new(doc, vec![chunk])]).unwrap();
     assert!(s.check().unwrap().is_ok());
     drop(s);
@@ -93,5 +103,9 @@ fn check_reports_broken_invariants() {
     conn.execute("UPDATE chunks SET end = 50", []).unwrap();
     drop(conn);
     let report = SqliteStore::open(dir.path()).unwrap().check().unwrap();
-    assert!(report.problems.iter().any(|p| p.contains("outside the 5-byte text")), "{:?}", report.problems);
+    assert!(
+        report.problems.iter().any(|p| p.contains("outside the 5-byte text")),
+        "{:?}",
+        report.problems
+    );
 }

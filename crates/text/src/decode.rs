@@ -40,9 +40,10 @@ pub fn decode(bytes: Vec<u8>, origin: &str, lossy: bool) -> Result<Decoded, Erro
             let replaced = count_invalid(&bytes);
             Ok(Decoded { text: String::from_utf8_lossy(&bytes).into_owned(), replaced })
         }
-        Err(e) => {
-            Err(Error::InvalidUtf8 { origin: origin.to_string(), offset: e.utf8_error().valid_up_to() })
-        }
+        Err(e) => Err(Error::InvalidUtf8 {
+            origin: origin.to_string(),
+            offset: e.utf8_error().valid_up_to(),
+        }),
     }
 }
 

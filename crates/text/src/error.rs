@@ -74,7 +74,11 @@ pub(crate) const MAX_PROBLEMS: usize = 20;
 fn render_problems(problems: &[(usize, String)]) -> String {
     problems
         .iter()
-        .map(|(line, msg)| if *line == 0 { format!("  {msg}") } else { format!("  line {line}: {msg}") })
+        .map(
+            |(line, msg)| {
+                if *line == 0 { format!("  {msg}") } else { format!("  line {line}: {msg}") }
+            },
+        )
         .collect::<Vec<_>>()
         .join("\n")
 }

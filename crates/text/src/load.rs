@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use ckeep_core::Document;
 use serde_json::{Map, Value};
 
+use crate::Error;
 use crate::decode::decode;
 use crate::error::MAX_PROBLEMS;
-use crate::Error;
 
 /// Default largest document accepted: 100 MiB of text.
 pub const DEFAULT_MAX_DOC_BYTES: u64 = 100 * 1024 * 1024;
@@ -116,12 +116,15 @@ impl Loader {
                 out.push(Source::Stdin(bytes));
                 continue;
             }
-            let meta =
-                std::fs::metadata(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+            let meta = std::fs::metadata(path)
+                .map_err(|source| Error::Io { path: path.clone(), source })?;
             if meta.is_dir() {
                 walk_dir(path, &mut out)?;
             } else {
-                out.push(Source::File(path.clone(), Format::from_path(path).unwrap_or(Format::Plain)));
+                out.push(Source::File(
+                    path.clone(),
+                    Format::from_path(path).unwrap_or(Format::Plain),
+                ));
             }
         }
         Ok(out)
@@ -139,8 +142,8 @@ impl Loader {
                 if *format != Format::Jsonl && size > self.opts.max_doc_bytes {
                     return Err(Error::TooLarge { origin, size, limit: self.opts.max_doc_bytes });
                 }
-                let bytes =
-                    std::fs::read(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+                let bytes = std::fs::read(path)
+                    .map_err(|source| Error::Io { path: path.clone(), source })?;
                 (origin, *format, bytes)
             }
         };
@@ -209,16 +212,17 @@ impl Loader {
                 continue;
             }
             match self.jsonl_record(origin, line_no, line) {
-                Ok(doc) => match first_line_of.get(&doc.id) {
-                    Some(first) => problems.push((
-                        line_no,
-                        format!("duplicate id `{}` (first seen on line {first})", doc.id),
-                    )),
-                    None => {
+                Ok(doc) => {
+                    if let Some(first) = first_line_of.get(&doc.id) {
+                        problems.push((
+                            line_no,
+                            format!("duplicate id `{}` (first seen on line {first})", doc.id),
+                        ));
+                    } else {
                         first_line_of.insert(doc.id.clone(), line_no);
                         docs.push(doc);
                     }
-                },
+                }
                 Err(msg) => problems.push((line_no, msg)),
             }
             if problems.len() >= MAX_PROBLEMS {
@@ -244,31 +248,42 @@ impl Loader {
         let id = match take_first(&mut obj, &["id", "_id", "doc_id"]) {
             Some(Value::String(s)) if !s.is_empty() => s,
             Some(Value::Number(n)) => n.to_string(),
-            Some(other) => return Err(format!("`id` must be a non-empty string or number, found {}", kind_of(&other))),
+            Some(other) => {
+                return Err(format!(
+                    "`id` must be a non-empty string or number, found {}",
+                    kind_of(&other)
+                ));
+            }
             None => return Err("missing `id` (also accepted: `_id`, `doc_id`)".to_string()),
         };
         let text = match take_first(&mut obj, &["text", "contents"]) {
             Some(Value::String(s)) => s,
-            Some(other) => return Err(format!("`text` must be a string, found {}", kind_of(&other))),
+            Some(other) => {
+                return Err(format!("`text` must be a string, found {}", kind_of(&other)));
+            }
             None => return Err("missing `text` (also accepted: `contents`)".to_string()),
         };
         let title = match obj.remove("title") {
             Some(Value::String(s)) => s,
             None | Some(Value::Null) => String::new(),
-            Some(other) => return Err(format!("`title` must be a string, found {}", kind_of(&other))),
+            Some(other) => {
+                return Err(format!("`title` must be a string, found {}", kind_of(&other)));
+            }
         };
         let mut metadata = match obj.remove("metadata") {
             Some(Value::Object(m)) => m,
             None | Some(Value::Null) => Map::new(),
-            Some(other) => return Err(format!("`metadata` must be an object, found {}", kind_of(&other))),
+            Some(other) => {
+                return Err(format!("`metadata` must be an object, found {}", kind_of(&other)));
+            }
         };
         // Fields we do not interpret are kept, not dropped.
         metadata.extend(obj);
         let origin = format!("{origin}:{line_no}");
-        self.check_text(&origin, &text).map_err(|e| match e {
-            Error::Empty { .. } => format!("document `{id}` has empty text"),
-            other => other.to_string(),
-        })?;
+        if text.trim().is_empty() {
+            return Err(format!("document `{id}` has empty text"));
+        }
+        self.check_text(&origin, &text).map_err(|e| e.to_string())?;
         let mut doc = Document::new(id, title, text);
         doc.metadata = if metadata.is_empty() { Value::Null } else { Value::Object(metadata) };
         doc.source = origin;
@@ -405,7 +420,9 @@ mod tests {
             "bad.jsonl",
             b"{\"id\":\"a\",\"text\":\"ok\"}\n{oops\n[1]\n{\"id\":\"b\"}\n{\"id\":\"a\",\"text\":\"again\"}\n{\"id\":\"c\",\"text\":\" \"}\n",
         );
-        let Err(Error::Malformed { problems, .. }) = load_one(&p) else { panic!("expected Malformed") };
+        let Err(Error::Malformed { problems, .. }) = load_one(&p) else {
+            panic!("expected Malformed")
+        };
         let lines: Vec<usize> = problems.iter().map(|p| p.0).collect();
         assert_eq!(lines, [2, 3, 4, 5, 6]);
         assert!(problems[3].1.contains("duplicate id `a` (first seen on line 1)"));

@@ -31,7 +31,8 @@ fn text() -> impl Strategy<Value = String> {
 fn spec() -> impl Strategy<Value = ChunkerSpec> {
     prop_oneof![
         Just(ChunkerSpec::Whole),
-        (1usize..12, 0usize..12).prop_map(|(n, m)| ChunkerSpec::Words { size: WordsSize::Fixed(n), overlap: m % n }),
+        (1usize..12, 0usize..12)
+            .prop_map(|(n, m)| ChunkerSpec::Words { size: WordsSize::Fixed(n), overlap: m % n }),
         Just(ChunkerSpec::Words { size: WordsSize::Dynamic, overlap: 0 }),
         (1usize..4).prop_map(|n| ChunkerSpec::Sentences { per_chunk: n }),
         (1usize..4).prop_map(|n| ChunkerSpec::Paragraphs { per_chunk: n }),
@@ -54,14 +55,18 @@ fn check(text: &str, spec: &ChunkerSpec, chunks: &[Chunk]) -> Result<(), TestCas
     // 2. tree
     for (i, c) in chunks.iter().enumerate() {
         prop_assert_eq!(c.ordinal as usize, i);
-        match c.parent {
-            Some(p) => {
-                let parent = &chunks[p as usize];
-                prop_assert!((p as usize) < i);
-                prop_assert!(parent.span.contains(c.span), "parent {} does not contain {}", parent.span, c.span);
-                prop_assert_eq!(parent.depth + 1, c.depth);
-            }
-            None => prop_assert_eq!(c.depth, 0),
+        if let Some(p) = c.parent {
+            let parent = &chunks[p as usize];
+            prop_assert!((p as usize) < i);
+            prop_assert!(
+                parent.span.contains(c.span),
+                "parent {} does not contain {}",
+                parent.span,
+                c.span
+            );
+            prop_assert_eq!(parent.depth + 1, c.depth);
+        } else {
+            prop_assert_eq!(c.depth, 0)
         }
         let has_children = chunks.iter().any(|x| x.parent == Some(c.ordinal));
         prop_assert_eq!(c.leaf, !has_children);
@@ -70,7 +75,12 @@ fn check(text: &str, spec: &ChunkerSpec, chunks: &[Chunk]) -> Result<(), TestCas
     let leaves: Vec<Span> = chunks.iter().filter(|c| c.leaf).map(|c| c.span).collect();
     let overlapping = matches!(spec, ChunkerSpec::Words { overlap, .. } if *overlap > 0);
     for w in leaves.windows(2) {
-        prop_assert!(w[0].start < w[1].start && w[0].end <= w[1].end, "leaves out of order: {} {}", w[0], w[1]);
+        prop_assert!(
+            w[0].start < w[1].start && w[0].end <= w[1].end,
+            "leaves out of order: {} {}",
+            w[0],
+            w[1]
+        );
         if !overlapping {
             prop_assert!(w[0].end <= w[1].start, "leaves overlap: {} {}", w[0], w[1]);
         }
@@ -78,7 +88,8 @@ fn check(text: &str, spec: &ChunkerSpec, chunks: &[Chunk]) -> Result<(), TestCas
     // 4. coverage
     prop_assert_eq!(uncovered(text, Span::new(0, text.len()), &leaves), None);
     for c in chunks.iter().filter(|c| !c.leaf) {
-        let kids: Vec<Span> = chunks.iter().filter(|x| x.parent == Some(c.ordinal)).map(|x| x.span).collect();
+        let kids: Vec<Span> =
+            chunks.iter().filter(|x| x.parent == Some(c.ordinal)).map(|x| x.span).collect();
         prop_assert_eq!(uncovered(text, c.span, &kids), None);
     }
     // 5. sizes
@@ -89,18 +100,27 @@ fn check(text: &str, spec: &ChunkerSpec, chunks: &[Chunk]) -> Result<(), TestCas
             ChunkerSpec::Words { size, .. } => size.for_words(total_words),
             ChunkerSpec::Markdown { max } => *max,
             ChunkerSpec::Hierarchy { sizes } => sizes[c.depth as usize],
-            _ => usize::MAX,
+            ChunkerSpec::Whole | ChunkerSpec::Sentences { .. } | ChunkerSpec::Paragraphs { .. } => {
+                usize::MAX
+            }
         };
-        prop_assert!(words(c) <= bound, "chunk of {} words over {bound}: {:?}", words(c), c.span.slice(text));
+        prop_assert!(
+            words(c) <= bound,
+            "chunk of {} words over {bound}: {:?}",
+            words(c),
+            c.span.slice(text)
+        );
     }
     Ok(())
 }
 
 /// The first non-whitespace character of `within` that no span covers, if any.
 fn uncovered(text: &str, within: Span, spans: &[Span]) -> Option<(usize, char)> {
-    within.slice(text).char_indices().map(|(i, ch)| (within.start + i, ch)).find(|&(i, ch)| {
-        !ch.is_whitespace() && !spans.iter().any(|s| s.start <= i && i < s.end)
-    })
+    within
+        .slice(text)
+        .char_indices()
+        .map(|(i, ch)| (within.start + i, ch))
+        .find(|&(i, ch)| !ch.is_whitespace() && !spans.iter().any(|s| s.start <= i && i < s.end))
 }
 
 proptest! {
@@ -130,7 +150,7 @@ impl SizeCounter for CharCounter {
     fn count(&self, text: &str) -> usize {
         text.chars().filter(|c| !c.is_whitespace()).count()
     }
-    fn unit(&self) -> &str {
+    fn unit(&self) -> &'static str {
         "chars"
     }
 }

@@ -12,7 +12,7 @@ use ckeep_text::{LoadOptions, Loader};
 use serde::Serialize;
 
 use crate::args::AddArgs;
-use crate::output::{outln, human_bytes, Output};
+use crate::output::{Output, human_bytes, outln};
 
 /// Inputs checked in the first pass are kept in memory up to this many bytes of text, so small
 /// and medium corpora are read once; larger ones are read again in the second pass.
@@ -40,7 +40,10 @@ pub fn run(store: &Path, args: &AddArgs, out: &Output) -> anyhow::Result<ExitCod
     let loader = Loader::new(LoadOptions { lossy: args.lossy, max_doc_bytes: args.max_doc_bytes });
     let sources = loader.sources(&args.paths)?;
     if sources.is_empty() {
-        bail!("no loadable files under {} (known extensions: txt, md, ipynb, jsonl, rst)", display_paths(&args.paths));
+        bail!(
+            "no loadable files under {} (known extensions: txt, md, ipynb, jsonl, rst)",
+            display_paths(&args.paths)
+        );
     }
 
     // Pass 1: load and check every input before touching the store.
@@ -69,7 +72,11 @@ pub fn run(store: &Path, args: &AddArgs, out: &Output) -> anyhow::Result<ExitCod
     if !skipped.is_empty() {
         let list: Vec<String> = skipped.iter().map(|s| s.error.clone()).collect();
         if !args.keep_going {
-            bail!("{} input(s) cannot be loaded; nothing was added (use --keep-going to skip them):\n{}", skipped.len(), list.join("\n"));
+            bail!(
+                "{} input(s) cannot be loaded; nothing was added (use --keep-going to skip them):\n{}",
+                skipped.len(),
+                list.join("\n")
+            );
         }
         for s in &list {
             out.warn(format!("skipped: {s}"));
@@ -82,17 +89,17 @@ pub fn run(store: &Path, args: &AddArgs, out: &Output) -> anyhow::Result<ExitCod
         Some(c) => c.clone(),
         None => engine.stored_chunker()?.unwrap_or_default(),
     };
-    let docs_total: u64 = valid.iter().map(|(_, l)| l.as_ref().map_or(0, |l| l.documents.len() as u64)).sum();
+    let docs_total: u64 =
+        valid.iter().map(|(_, l)| l.as_ref().map_or(0, |l| l.documents.len() as u64)).sum();
     let bar = out.progress(docs_total, "indexing");
     let mut ingest = engine.ingest(&chunker)?;
     for (source, loaded) in valid {
-        let loaded = match loaded {
-            Some(l) => l,
-            None => {
-                let l = loader.load(source)?;
-                bar.inc_length(l.documents.len() as u64);
-                l
-            }
+        let loaded = if let Some(l) = loaded {
+            l
+        } else {
+            let l = loader.load(source)?;
+            bar.inc_length(l.documents.len() as u64);
+            l
         };
         for doc in loaded.documents {
             ingest.add(doc)?;
@@ -128,4 +135,3 @@ pub fn run(store: &Path, args: &AddArgs, out: &Output) -> anyhow::Result<ExitCod
 fn display_paths(paths: &[std::path::PathBuf]) -> String {
     paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }
-

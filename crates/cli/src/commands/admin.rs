@@ -7,7 +7,7 @@ use anyhow::bail;
 use ckeep_store::{StoreRead, StoreWrite};
 
 use crate::args::RmArgs;
-use crate::output::{outln, human_bytes, Output};
+use crate::output::{Output, human_bytes, outln};
 
 pub fn stats(store: &Path, out: &Output) -> anyhow::Result<ExitCode> {
     let engine = super::open(store)?;
@@ -24,7 +24,13 @@ pub fn stats(store: &Path, out: &Output) -> anyhow::Result<ExitCode> {
     outln!("documents  {} ({} of text)", stats.documents, human_bytes(stats.text_bytes));
     outln!("chunks     {} ({} leaves)", stats.chunks, stats.leaf_chunks);
     for f in &stats.lexical {
-        outln!("lexical    {}: {} chunks, {} terms, {} postings", f.field, f.chunks, f.terms, f.postings);
+        outln!(
+            "lexical    {}: {} chunks, {} terms, {} postings",
+            f.field,
+            f.chunks,
+            f.terms,
+            f.postings
+        );
     }
     for r in &stats.representations {
         outln!("vectors    {}: {} vectors, {}", r.name, r.vectors, human_bytes(r.bytes));
@@ -35,7 +41,8 @@ pub fn stats(store: &Path, out: &Output) -> anyhow::Result<ExitCode> {
 
 pub fn rm(store: &Path, args: &RmArgs, out: &Output) -> anyhow::Result<ExitCode> {
     let mut engine = super::open(store)?;
-    let missing: Vec<&String> = args.ids.iter().filter(|id| matches!(engine.store().document_hash(id), Ok(None))).collect();
+    let missing: Vec<&String> =
+        args.ids.iter().filter(|id| matches!(engine.store().document_hash(id), Ok(None))).collect();
     if !missing.is_empty() {
         let list: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
         bail!("no such document(s): {}; nothing was removed", list.join(", "));
@@ -55,9 +62,18 @@ pub fn check(store: &Path, out: &Output) -> anyhow::Result<ExitCode> {
     if out.json {
         out.print_json(&serde_json::json!({"ok": report.is_ok(), "report": report}))?;
     } else if report.is_ok() {
-        outln!("ok: {} documents, {} chunks; every span, parent and count checks out", report.documents, report.chunks);
+        outln!(
+            "ok: {} documents, {} chunks; every span, parent and count checks out",
+            report.documents,
+            report.chunks
+        );
     } else {
-        outln!("{} problem(s) in {} documents, {} chunks:", report.problems.len(), report.documents, report.chunks);
+        outln!(
+            "{} problem(s) in {} documents, {} chunks:",
+            report.problems.len(),
+            report.documents,
+            report.chunks
+        );
         for p in &report.problems {
             outln!("  {p}");
         }

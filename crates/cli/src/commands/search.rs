@@ -3,13 +3,13 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use ckeep_engine::{SearchRequest, Strategy};
+use ckeep_engine::SearchRequest;
 
 use crate::args::SearchArgs;
-use crate::output::{outln, snippet, Output};
+use crate::output::{Output, outln, snippet};
 
 pub fn run(store: &Path, args: &SearchArgs, out: &Output) -> anyhow::Result<ExitCode> {
-    let mut strategy = args.strategy.clone().unwrap_or_else(Strategy::default);
+    let mut strategy = args.strategy.clone().unwrap_or_default();
     if let Some(k) = args.k {
         strategy.k = k as usize;
     }
@@ -34,7 +34,8 @@ pub fn run(store: &Path, args: &SearchArgs, out: &Output) -> anyhow::Result<Exit
     }
     for r in &res.results {
         let spans: Vec<String> = r.spans.iter().map(ToString::to_string).collect();
-        let heading = if r.headings.is_empty() { String::new() } else { format!("  § {}", r.headings) };
+        let heading =
+            if r.headings.is_empty() { String::new() } else { format!("  § {}", r.headings) };
         outln!("{:>3}. {:.4}  {}  [{}]{heading}", r.rank, r.score, r.doc_id, spans.join(", "));
         outln!("     {}", snippet(&r.text, 240));
         if let Some(ex) = &r.explain {
@@ -42,9 +43,23 @@ pub fn run(store: &Path, args: &SearchArgs, out: &Output) -> anyhow::Result<Exit
                 outln!("     aggregation: {agg} over {} chunk(s)", ex.chunks.len());
             }
             for c in &ex.chunks {
-                let terms: Vec<String> =
-                    c.terms.iter().map(|t| format!("{}={:.3} (tf {}, df {}, idf {:.3})", t.term, t.score, t.tf, t.df, t.idf)).collect();
-                outln!("     chunk {} [{}] bm25 {:.4}: {}", c.chunk_id, c.span, c.bm25, terms.join(", "));
+                let terms: Vec<String> = c
+                    .terms
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            "{}={:.3} (tf {}, df {}, idf {:.3})",
+                            t.term, t.score, t.tf, t.df, t.idf
+                        )
+                    })
+                    .collect();
+                outln!(
+                    "     chunk {} [{}] bm25 {:.4}: {}",
+                    c.chunk_id,
+                    c.span,
+                    c.bm25,
+                    terms.join(", ")
+                );
             }
         }
     }

@@ -9,7 +9,7 @@ use ckeep_store::StoreRead;
 use serde::Serialize;
 
 use crate::args::ShowArgs;
-use crate::output::{outln, snippet, Output};
+use crate::output::{Output, outln, snippet};
 
 #[derive(Serialize)]
 struct ChunkOut<'a> {
@@ -21,7 +21,9 @@ struct ChunkOut<'a> {
 pub fn run(store: &Path, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCode> {
     let engine = super::open(store)?;
     let store = engine.store();
-    let doc = store.document(&args.doc_id)?.ok_or_else(|| anyhow!("no document `{}` in the store", args.doc_id))?;
+    let doc = store
+        .document(&args.doc_id)?
+        .ok_or_else(|| anyhow!("no document `{}` in the store", args.doc_id))?;
     let text = &doc.document.text;
     let chunks = if args.chunks { store.chunks_of(&args.doc_id)? } else { Vec::new() };
     if out.json {
@@ -46,8 +48,19 @@ pub fn run(store: &Path, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCo
         for c in &chunks {
             let ch = &c.chunk;
             let parent = ch.parent.map_or("-".to_string(), |p| p.to_string());
-            let heading = if ch.headings.is_empty() { String::new() } else { format!("  § {}", ch.heading_path()) };
-            outln!("#{:<4} depth {} parent {:>4} {:>14}{}{heading}", ch.ordinal, ch.depth, parent, ch.span.to_string(), if ch.leaf { "" } else { "  (parent)" });
+            let heading = if ch.headings.is_empty() {
+                String::new()
+            } else {
+                format!("  § {}", ch.heading_path())
+            };
+            outln!(
+                "#{:<4} depth {} parent {:>4} {:>14}{}{heading}",
+                ch.ordinal,
+                ch.depth,
+                parent,
+                ch.span.to_string(),
+                if ch.leaf { "" } else { "  (parent)" }
+            );
             outln!("      {}", snippet(ch.span.slice(text), 200));
         }
     } else {

@@ -1,4 +1,4 @@
-//! `ckeep check` for the SQLite store: SQLite's own integrity check, then every invariant the
+//! `ckeep check` for the `SQLite` store: `SQLite`'s own integrity check, then every invariant the
 //! rest of the system relies on, each problem reported in words.
 
 use std::collections::HashMap;
@@ -51,7 +51,11 @@ pub(super) fn run(conn: &Connection) -> Result<CheckReport> {
 
 /// Spans inside their documents and on char boundaries; ordinals contiguous; parents present,
 /// earlier, one level up and containing their children; leaf flags consistent.
-fn check_chunks(conn: &Connection, report: &mut CheckReport, problems: &mut Vec<String>) -> Result<()> {
+fn check_chunks(
+    conn: &Connection,
+    report: &mut CheckReport,
+    problems: &mut Vec<String>,
+) -> Result<()> {
     let mut docs = conn.prepare("SELECT key, id, text FROM documents ORDER BY key")?;
     let mut chunks = conn.prepare_cached("SELECT ordinal, depth, parent, leaf, start, end FROM chunks WHERE doc = ?1 ORDER BY ordinal")?;
     let mut rows = docs.query([])?;
@@ -59,7 +63,15 @@ fn check_chunks(conn: &Connection, report: &mut CheckReport, problems: &mut Vec<
         let (key, id, text): (i64, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
         report.documents += 1;
         let list: Vec<(u32, u16, Option<u32>, bool, Span)> = chunks
-            .query_map([key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, Span::new(r.get::<_, i64>(4)? as usize, r.get::<_, i64>(5)? as usize))))?
+            .query_map([key], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    Span::new(r.get::<_, i64>(4)? as usize, r.get::<_, i64>(5)? as usize),
+                ))
+            })?
             .collect::<Result<_, _>>()?;
         report.chunks += list.len() as u64;
         let mut has_children: HashMap<u32, bool> = HashMap::new();
@@ -69,19 +81,28 @@ fn check_chunks(conn: &Connection, report: &mut CheckReport, problems: &mut Vec<
                 problems.push(format!("{at}: ordinals are not contiguous (expected {i})"));
             }
             if !span.is_valid_in(&text) {
-                problems.push(format!("{at}: span {span} is outside the {}-byte text or splits a character", text.len()));
+                problems.push(format!(
+                    "{at}: span {span} is outside the {}-byte text or splits a character",
+                    text.len()
+                ));
             }
             match parent {
-                None if *depth != 0 => problems.push(format!("{at}: depth {depth} without a parent")),
+                None if *depth != 0 => {
+                    problems.push(format!("{at}: depth {depth} without a parent"))
+                }
                 None => {}
                 Some(p) => match list.get(*p as usize) {
                     Some((_, pdepth, _, _, pspan)) if *p < *ordinal => {
                         has_children.insert(*p, true);
                         if pdepth + 1 != *depth {
-                            problems.push(format!("{at}: depth {depth} under a parent at depth {pdepth}"));
+                            problems.push(format!(
+                                "{at}: depth {depth} under a parent at depth {pdepth}"
+                            ));
                         }
                         if !pspan.contains(*span) {
-                            problems.push(format!("{at}: span {span} is not inside its parent's {pspan}"));
+                            problems.push(format!(
+                                "{at}: span {span} is not inside its parent's {pspan}"
+                            ));
                         }
                     }
                     _ => problems.push(format!("{at}: parent {p} is missing")),
@@ -90,7 +111,10 @@ fn check_chunks(conn: &Connection, report: &mut CheckReport, problems: &mut Vec<
         }
         for (ordinal, _, _, leaf, _) in &list {
             if *leaf == has_children.contains_key(ordinal) {
-                problems.push(format!("document `{id}` chunk {ordinal}: leaf flag is {leaf} but it {} children", if *leaf { "has" } else { "has no" }));
+                problems.push(format!(
+                    "document `{id}` chunk {ordinal}: leaf flag is {leaf} but it {} children",
+                    if *leaf { "has" } else { "has no" }
+                ));
             }
         }
     }

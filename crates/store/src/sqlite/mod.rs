@@ -1,4 +1,4 @@
-//! The embedded default store: one SQLite file (`ckeep.sqlite`) in the store directory.
+//! The embedded default store: one `SQLite` file (`ckeep.sqlite`) in the store directory.
 //!
 //! WAL journal with `synchronous = FULL`: a committed batch survives a crash or power loss, and
 //! readers never see a half-written batch. Each [`StoreWrite::write_batch`] is one transaction.
@@ -8,17 +8,17 @@ mod check;
 use std::path::{Path, PathBuf};
 
 use ckeep_core::{Chunk, ChunkId, DocKey, Document, LexicalStats, Posting, Span};
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::{
     CheckReport, DocumentWrite, Error, LexicalFieldStats, Manifest, RepresentationStats, Result,
-    StoreRead, StoreStats, StoreWrite, StoredChunk, StoredDocument, SCHEMA_VERSION,
+    SCHEMA_VERSION, StoreRead, StoreStats, StoreWrite, StoredChunk, StoredDocument,
 };
 
 const DB_FILE: &str = "ckeep.sqlite";
 const SCHEMA: &str = include_str!("schema.sql");
 
-/// A store in one SQLite database.
+/// A store in one `SQLite` database.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Connection,
@@ -37,7 +37,8 @@ impl SqliteStore {
 
     /// Opens the store in `dir`, creating the directory and an empty store if needed.
     pub fn open_or_create(dir: &Path) -> Result<Self> {
-        std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
+        std::fs::create_dir_all(dir)
+            .map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
         let file = dir.join(DB_FILE);
         let exists = file.is_file();
         Self::connect(&file, !exists)
@@ -69,7 +70,10 @@ impl SqliteStore {
     fn init(&mut self) -> Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute_batch(SCHEMA)?;
-        tx.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1)", [SCHEMA_VERSION.to_string()])?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
+            [SCHEMA_VERSION.to_string()],
+        )?;
         let manifest = Manifest { schema_version: SCHEMA_VERSION, ..Manifest::default() };
         put_manifest(&tx, &manifest)?;
         tx.commit()?;
@@ -88,7 +92,11 @@ impl SqliteStore {
             .parse()
             .map_err(|_| not_a_store("unreadable schema version".into()))?;
         if version > SCHEMA_VERSION {
-            return Err(Error::NewerSchema { path: self.location(), found: version, supported: SCHEMA_VERSION });
+            return Err(Error::NewerSchema {
+                path: self.location(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
         }
         Ok(())
     }
@@ -113,7 +121,10 @@ fn put_manifest(tx: &Connection, manifest: &Manifest) -> Result<()> {
 }
 
 fn doc_key(tx: &Connection, id: &str) -> Result<Option<DocKey>> {
-    Ok(tx.query_row("SELECT key FROM documents WHERE id = ?1", [id], |r| r.get(0)).optional()?.map(DocKey))
+    Ok(tx
+        .query_row("SELECT key FROM documents WHERE id = ?1", [id], |r| r.get(0))
+        .optional()?
+        .map(DocKey))
 }
 
 /// Deletes a document and everything derived from it. Postings are found through the forward
@@ -124,7 +135,8 @@ fn delete_document(tx: &Transaction<'_>, key: DocKey) -> Result<()> {
         .query_map([key.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
         .collect::<Result<_, _>>()?;
     {
-        let mut del = tx.prepare_cached("DELETE FROM postings WHERE field = ?1 AND term = ?2 AND chunk = ?3")?;
+        let mut del = tx
+            .prepare_cached("DELETE FROM postings WHERE field = ?1 AND term = ?2 AND chunk = ?3")?;
         let mut stats = tx.prepare_cached("UPDATE lex_fields SET chunks = chunks - 1, total_len = total_len - ?2 WHERE field = ?1")?;
         for (field, chunk, len, terms) in &entries {
             for term in terms.split(' ').filter(|t| !t.is_empty()) {
@@ -147,14 +159,22 @@ fn validate(write: &DocumentWrite) -> Result<()> {
             return bad(format!("chunk {i} has ordinal {}", c.ordinal));
         }
         if !c.span.is_valid_in(&doc.text) {
-            return bad(format!("chunk {i} span {} is not a valid span of a {}-byte text", c.span, doc.text.len()));
+            return bad(format!(
+                "chunk {i} span {} is not a valid span of a {}-byte text",
+                c.span,
+                doc.text.len()
+            ));
         }
         if c.parent.is_some_and(|p| p >= c.ordinal) {
-            return bad(format!("chunk {i} has parent {:?} that does not come before it", c.parent));
+            return bad(format!(
+                "chunk {i} has parent {:?} that does not come before it",
+                c.parent
+            ));
         }
     }
     let n = write.chunks.len() as u32;
-    let ordinals = write.lexical.iter().map(|e| e.ordinal).chain(write.vectors.iter().map(|v| v.ordinal));
+    let ordinals =
+        write.lexical.iter().map(|e| e.ordinal).chain(write.vectors.iter().map(|v| v.ordinal));
     if let Some(o) = ordinals.into_iter().find(|o| *o >= n) {
         return bad(format!("index entry for chunk {o}, but the document has {n} chunks"));
     }
@@ -176,13 +196,27 @@ fn insert_document(tx: &Transaction<'_>, write: &DocumentWrite) -> Result<()> {
             "INSERT INTO chunks (doc, ordinal, depth, parent, leaf, start, end, headings) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for c in &write.chunks {
-            let headings = (!c.headings.is_empty()).then(|| serde_json::to_string(&c.headings).expect("strings serialise"));
-            ins.execute(params![key, c.ordinal, c.depth, c.parent, c.leaf, c.span.start as i64, c.span.end as i64, headings])?;
+            let headings = (!c.headings.is_empty())
+                .then(|| serde_json::to_string(&c.headings).expect("strings serialise"));
+            ins.execute(params![
+                key,
+                c.ordinal,
+                c.depth,
+                c.parent,
+                c.leaf,
+                c.span.start as i64,
+                c.span.end as i64,
+                headings
+            ])?;
             ids.push(tx.last_insert_rowid());
         }
     }
-    let mut fwd = tx.prepare_cached("INSERT INTO lex_docs (field, chunk, doc, len, terms) VALUES (?1, ?2, ?3, ?4, ?5)")?;
-    let mut post = tx.prepare_cached("INSERT INTO postings (field, term, chunk, doc, tf, len) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+    let mut fwd = tx.prepare_cached(
+        "INSERT INTO lex_docs (field, chunk, doc, len, terms) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut post = tx.prepare_cached(
+        "INSERT INTO postings (field, term, chunk, doc, tf, len) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
     let mut stats = tx.prepare_cached(
         "INSERT INTO lex_fields (field, chunks, total_len) VALUES (?1, 1, ?2)
          ON CONFLICT (field) DO UPDATE SET chunks = chunks + 1, total_len = total_len + ?2",
@@ -201,19 +235,22 @@ fn insert_document(tx: &Transaction<'_>, write: &DocumentWrite) -> Result<()> {
         fwd.execute(params![e.field, chunk, key, e.len, terms])?;
         stats.execute(params![e.field, e.len])?;
     }
-    let mut vec = tx.prepare_cached("INSERT INTO vectors (repr, chunk, doc, vec) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut vec =
+        tx.prepare_cached("INSERT INTO vectors (repr, chunk, doc, vec) VALUES (?1, ?2, ?3, ?4)")?;
     for v in &write.vectors {
         let bytes: Vec<u8> = v.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
         vec.execute(params![v.repr, ids[v.ordinal as usize], key, bytes])?;
     }
-    let mut sum = tx.prepare_cached("INSERT INTO summaries (doc, name, text) VALUES (?1, ?2, ?3)")?;
+    let mut sum =
+        tx.prepare_cached("INSERT INTO summaries (doc, name, text) VALUES (?1, ?2, ?3)")?;
     for (name, text) in &write.summaries {
         sum.execute(params![key, name, text])?;
     }
     Ok(())
 }
 
-const CHUNK_COLUMNS: &str = "c.id, c.doc, d.id, c.ordinal, c.depth, c.parent, c.leaf, c.start, c.end, c.headings";
+const CHUNK_COLUMNS: &str =
+    "c.id, c.doc, d.id, c.ordinal, c.depth, c.parent, c.leaf, c.start, c.end, c.headings";
 
 fn read_chunk(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredChunk> {
     let headings: Option<String> = r.get(9)?;
@@ -238,8 +275,13 @@ impl StoreRead for SqliteStore {
     }
 
     fn manifest(&self) -> Result<Manifest> {
-        let json: String = self.conn.query_row("SELECT value FROM meta WHERE key = 'manifest'", [], |r| r.get(0))?;
-        serde_json::from_str(&json).map_err(|e| Error::NotAStore { path: self.location(), reason: format!("unreadable manifest: {e}") })
+        let json: String =
+            self.conn
+                .query_row("SELECT value FROM meta WHERE key = 'manifest'", [], |r| r.get(0))?;
+        serde_json::from_str(&json).map_err(|e| Error::NotAStore {
+            path: self.location(),
+            reason: format!("unreadable manifest: {e}"),
+        })
     }
 
     fn document(&self, id: &str) -> Result<Option<StoredDocument>> {
@@ -279,14 +321,18 @@ impl StoreRead for SqliteStore {
     }
 
     fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>> {
-        let sql = format!("SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.doc WHERE d.id = ?1 ORDER BY c.ordinal");
+        let sql = format!(
+            "SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.doc WHERE d.id = ?1 ORDER BY c.ordinal"
+        );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let chunks = stmt.query_map([id], read_chunk)?.collect::<Result<_, _>>()?;
         Ok(chunks)
     }
 
     fn chunks_by_id(&self, ids: &[ChunkId]) -> Result<Vec<StoredChunk>> {
-        let sql = format!("SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.doc WHERE c.id = ?1");
+        let sql = format!(
+            "SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.doc WHERE c.id = ?1"
+        );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
@@ -303,8 +349,11 @@ impl StoreRead for SqliteStore {
     }
 
     fn span_text(&self, key: DocKey, span: Span) -> Result<String> {
-        let mut stmt = self.conn.prepare_cached("SELECT substr(CAST(text AS BLOB), ?2, ?3) FROM documents WHERE key = ?1")?;
-        let bytes: Vec<u8> = stmt.query_row(params![key.0, span.start as i64 + 1, span.len() as i64], |r| r.get(0))?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT substr(CAST(text AS BLOB), ?2, ?3) FROM documents WHERE key = ?1",
+        )?;
+        let bytes: Vec<u8> =
+            stmt.query_row(params![key.0, span.start as i64 + 1, span.len() as i64], |r| r.get(0))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
@@ -312,16 +361,26 @@ impl StoreRead for SqliteStore {
         let stats = self
             .conn
             .query_row("SELECT chunks, total_len FROM lex_fields WHERE field = ?1", [field], |r| {
-                Ok(LexicalStats { chunks: r.get::<_, i64>(0)? as u64, total_len: r.get::<_, i64>(1)? as u64 })
+                Ok(LexicalStats {
+                    chunks: r.get::<_, i64>(0)? as u64,
+                    total_len: r.get::<_, i64>(1)? as u64,
+                })
             })
             .optional()?
             .unwrap_or_default();
-        let mut stmt = self.conn.prepare_cached("SELECT chunk, doc, tf, len FROM postings WHERE field = ?1 AND term = ?2")?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT chunk, doc, tf, len FROM postings WHERE field = ?1 AND term = ?2",
+        )?;
         let lists = terms
             .iter()
             .map(|t| {
                 stmt.query_map(params![field, t], |r| {
-                    Ok(Posting { chunk: ChunkId(r.get(0)?), doc: DocKey(r.get(1)?), tf: r.get(2)?, len: r.get(3)? })
+                    Ok(Posting {
+                        chunk: ChunkId(r.get(0)?),
+                        doc: DocKey(r.get(1)?),
+                        tf: r.get(2)?,
+                        len: r.get(3)?,
+                    })
                 })?
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(Error::from)
@@ -331,11 +390,16 @@ impl StoreRead for SqliteStore {
     }
 
     fn vectors(&self, repr: &str) -> Result<Vec<(ChunkId, Vec<f32>)>> {
-        let mut stmt = self.conn.prepare_cached("SELECT chunk, vec FROM vectors WHERE repr = ?1 ORDER BY chunk")?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT chunk, vec FROM vectors WHERE repr = ?1 ORDER BY chunk")?;
         let rows = stmt
             .query_map([repr], |r| {
                 let bytes: Vec<u8> = r.get(1)?;
-                let v = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                let v = bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
                 Ok((ChunkId(r.get(0)?), v))
             })?
             .collect::<Result<_, _>>()?;
@@ -346,15 +410,22 @@ impl StoreRead for SqliteStore {
         let mut stmt = self.conn.prepare_cached(
             "SELECT s.name, s.text FROM summaries s JOIN documents d ON d.key = s.doc WHERE d.id = ?1 ORDER BY s.name",
         )?;
-        let rows = stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        let rows =
+            stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
         Ok(rows)
     }
 
     fn stats(&self) -> Result<StoreStats> {
-        let (documents, text_bytes): (i64, i64) =
-            self.conn.query_row("SELECT count(*), coalesce(sum(length(CAST(text AS BLOB))), 0) FROM documents", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        let (chunks, leaf_chunks): (i64, i64) =
-            self.conn.query_row("SELECT count(*), coalesce(sum(leaf), 0) FROM chunks", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let (documents, text_bytes): (i64, i64) = self.conn.query_row(
+            "SELECT count(*), coalesce(sum(length(CAST(text AS BLOB))), 0) FROM documents",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let (chunks, leaf_chunks): (i64, i64) = self.conn.query_row(
+            "SELECT count(*), coalesce(sum(leaf), 0) FROM chunks",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         let mut stmt = self.conn.prepare(
             "SELECT f.field, f.chunks,
                     (SELECT count(DISTINCT term) FROM postings p WHERE p.field = f.field),
@@ -363,12 +434,25 @@ impl StoreRead for SqliteStore {
         )?;
         let lexical = stmt
             .query_map([], |r| {
-                Ok(LexicalFieldStats { field: r.get(0)?, chunks: r.get::<_, i64>(1)? as u64, terms: r.get::<_, i64>(2)? as u64, postings: r.get::<_, i64>(3)? as u64 })
+                Ok(LexicalFieldStats {
+                    field: r.get(0)?,
+                    chunks: r.get::<_, i64>(1)? as u64,
+                    terms: r.get::<_, i64>(2)? as u64,
+                    postings: r.get::<_, i64>(3)? as u64,
+                })
             })?
             .collect::<Result<_, _>>()?;
-        let mut stmt = self.conn.prepare("SELECT repr, count(*), sum(length(vec)) FROM vectors GROUP BY repr ORDER BY repr")?;
+        let mut stmt = self.conn.prepare(
+            "SELECT repr, count(*), sum(length(vec)) FROM vectors GROUP BY repr ORDER BY repr",
+        )?;
         let representations = stmt
-            .query_map([], |r| Ok(RepresentationStats { name: r.get(0)?, vectors: r.get::<_, i64>(1)? as u64, bytes: r.get::<_, i64>(2)? as u64 }))?
+            .query_map([], |r| {
+                Ok(RepresentationStats {
+                    name: r.get(0)?,
+                    vectors: r.get::<_, i64>(1)? as u64,
+                    bytes: r.get::<_, i64>(2)? as u64,
+                })
+            })?
             .collect::<Result<_, _>>()?;
         Ok(StoreStats {
             documents: documents as u64,

@@ -1,5 +1,5 @@
 //! One pass over a text's lines that finds what structure-aware chunkers need: ATX headings and
-//! blank-line blocks, with fenced code (``` or ~~~) kept whole so a `# comment` inside code is
+//! blank-line blocks, with fenced code (```` ``` ```` or `~~~`) kept whole so a `# comment` inside code is
 //! not a heading and a blank line inside code does not end the block.
 
 use ckeep_core::{Chunk, Span};
@@ -35,13 +35,15 @@ struct Fence {
 
 impl Layout {
     pub fn scan(text: &str) -> Layout {
-        let mut layout = Layout { headings: Vec::new(), blocks: Vec::new(), line_starts: Vec::new() };
+        let mut layout =
+            Layout { headings: Vec::new(), blocks: Vec::new(), line_starts: Vec::new() };
         let mut fence: Option<Fence> = None;
         // Start of the block being built and end of its last non-blank line.
         let mut open: Option<(usize, usize)> = None;
         let mut pos = 0;
         while pos < text.len() {
-            let end = memchr::memchr(b'\n', &text.as_bytes()[pos..]).map_or(text.len(), |i| pos + i);
+            let end =
+                memchr::memchr(b'\n', &text.as_bytes()[pos..]).map_or(text.len(), |i| pos + i);
             let line = &text[pos..end];
             let content = line.trim();
             let content_start = pos + (line.len() - line.trim_start().len());
@@ -108,7 +110,8 @@ impl Layout {
             let mut after = self.headings.partition_point(|h| h.span.start <= chunk.span.start);
             // Take in the headings that lead the chunk, separated only by whitespace.
             while let Some(next) = self.headings.get(after) {
-                let prev_end = if after > 0 { self.headings[after - 1].span.end } else { chunk.span.start };
+                let prev_end =
+                    if after > 0 { self.headings[after - 1].span.end } else { chunk.span.start };
                 let leads = next.span.end <= chunk.span.end
                     && text[prev_end.max(chunk.span.start)..next.span.start].trim().is_empty();
                 if !leads {
@@ -124,7 +127,7 @@ impl Layout {
 }
 
 /// The level of an ATX heading (`#` to `######` then a space or the end of the line), if the
-/// line is one; up to three spaces of indentation are allowed, as in CommonMark.
+/// line is one; up to three spaces of indentation are allowed, as in `CommonMark`.
 fn heading_level(line: &str) -> Option<u8> {
     let indent = line.len() - line.trim_start_matches(' ').len();
     if indent > 3 {
@@ -142,7 +145,7 @@ fn fence_open(line: &str) -> Option<Fence> {
     if indent > 3 {
         return None;
     }
-    let rest = line[indent..].as_bytes();
+    let rest = &line.as_bytes()[indent..];
     let marker = *rest.first()?;
     if marker != b'`' && marker != b'~' {
         return None;
@@ -196,7 +199,14 @@ mod tests {
             .blocks
             .iter()
             .filter(|b| !b.is_heading)
-            .map(|b| Chunk { span: b.span, ordinal: 0, depth: 0, parent: None, leaf: true, headings: vec![] })
+            .map(|b| Chunk {
+                span: b.span,
+                ordinal: 0,
+                depth: 0,
+                parent: None,
+                leaf: true,
+                headings: vec![],
+            })
             .collect();
         layout.assign_headings(text, &mut chunks);
         let paths: Vec<String> = chunks.iter().map(Chunk::heading_path).collect();

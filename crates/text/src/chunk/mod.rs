@@ -39,7 +39,7 @@ impl SizeCounter for WordCounter {
         text.split_whitespace().count()
     }
 
-    fn unit(&self) -> &str {
+    fn unit(&self) -> &'static str {
         "words"
     }
 }
@@ -51,11 +51,12 @@ impl ChunkerSpec {
         let spans: Vec<Span> = match self {
             ChunkerSpec::Whole => trim(text, Span::new(0, text.len())).into_iter().collect(),
             ChunkerSpec::Words { size, overlap } => words::windows(text, *size, *overlap),
-            ChunkerSpec::Sentences { per_chunk } => group(&sentences(text, Span::new(0, text.len())), *per_chunk),
-            ChunkerSpec::Paragraphs { per_chunk } => paragraphs::chunks(text, &layout, *per_chunk),
-            ChunkerSpec::Markdown { max } => {
-                structure::Splitter::new(text, &layout, counter).split(Span::new(0, text.len()), *max)
+            ChunkerSpec::Sentences { per_chunk } => {
+                group(&sentences(text, Span::new(0, text.len())), *per_chunk)
             }
+            ChunkerSpec::Paragraphs { per_chunk } => paragraphs::chunks(text, &layout, *per_chunk),
+            ChunkerSpec::Markdown { max } => structure::Splitter::new(text, &layout, counter)
+                .split(Span::new(0, text.len()), *max),
             ChunkerSpec::Hierarchy { sizes } => {
                 let mut chunks = Vec::new();
                 let splitter = structure::Splitter::new(text, &layout, counter);
@@ -67,7 +68,14 @@ impl ChunkerSpec {
         let mut chunks: Vec<Chunk> = spans
             .into_iter()
             .enumerate()
-            .map(|(i, span)| Chunk { span, ordinal: i as u32, depth: 0, parent: None, leaf: true, headings: Vec::new() })
+            .map(|(i, span)| Chunk {
+                span,
+                ordinal: i as u32,
+                depth: 0,
+                parent: None,
+                leaf: true,
+                headings: Vec::new(),
+            })
             .collect();
         layout.assign_headings(text, &mut chunks);
         chunks
@@ -86,7 +94,14 @@ fn hierarchy(
     let last = depth + 1 == sizes.len();
     for piece in splitter.split(span, sizes[depth]) {
         let ordinal = out.len() as u32;
-        out.push(Chunk { span: piece, ordinal, depth: depth as u16, parent, leaf: last, headings: Vec::new() });
+        out.push(Chunk {
+            span: piece,
+            ordinal,
+            depth: depth as u16,
+            parent,
+            leaf: last,
+            headings: Vec::new(),
+        });
         if !last {
             hierarchy(splitter, piece, sizes, depth + 1, Some(ordinal), out);
         }

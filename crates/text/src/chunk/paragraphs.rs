@@ -78,7 +78,8 @@ mod tests {
 
     #[test]
     fn trailing_heading_is_kept() {
-        let got: Vec<String> = chunk("text\n\n## End", "paragraphs").into_iter().map(|c| c.0).collect();
+        let got: Vec<String> =
+            chunk("text\n\n## End", "paragraphs").into_iter().map(|c| c.0).collect();
         assert_eq!(got, ["text", "## End"]);
     }
 }

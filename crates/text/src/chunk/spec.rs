@@ -117,7 +117,9 @@ impl FromStr for ChunkerSpec {
         let count = |a: &str, what: &str| -> Result<usize, Error> {
             match a.trim().parse::<usize>() {
                 Ok(n) if (1..=MAX_SIZE).contains(&n) => Ok(n),
-                _ => Err(err(format!("{what} must be a whole number from 1 to {MAX_SIZE}, got `{a}`"))),
+                _ => Err(err(format!(
+                    "{what} must be a whole number from 1 to {MAX_SIZE}, got `{a}`"
+                ))),
             }
         };
         let optional = |default: usize, what: &str| args.map_or(Ok(default), |a| count(a, what));
@@ -143,16 +145,20 @@ impl FromStr for ChunkerSpec {
                     return Err(err("expected `words:N[,overlap=M]` or `words:dynamic`".into()));
                 }
                 match size {
-                    WordsSize::Fixed(n) if overlap >= n => {
-                        Err(err(format!("overlap ({overlap}) must be smaller than the window ({n})")))
-                    }
+                    WordsSize::Fixed(n) if overlap >= n => Err(err(format!(
+                        "overlap ({overlap}) must be smaller than the window ({n})"
+                    ))),
                     WordsSize::Dynamic if overlap > 0 => {
                         Err(err("words:dynamic takes no overlap".into()))
                     }
-                    _ => Ok(ChunkerSpec::Words { size, overlap }),
+                    WordsSize::Fixed(_) | WordsSize::Dynamic => {
+                        Ok(ChunkerSpec::Words { size, overlap })
+                    }
                 }
             }
-            "sentences" => Ok(ChunkerSpec::Sentences { per_chunk: optional(1, "sentences per chunk")? }),
+            "sentences" => {
+                Ok(ChunkerSpec::Sentences { per_chunk: optional(1, "sentences per chunk")? })
+            }
             "paragraphs" => {
                 Ok(ChunkerSpec::Paragraphs { per_chunk: optional(1, "paragraphs per chunk")? })
             }
@@ -160,7 +166,10 @@ impl FromStr for ChunkerSpec {
             "hierarchy" => {
                 let sizes = match args {
                     None => vec![2048, 512, 128],
-                    Some(a) => a.split(',').map(|s| count(s, "each level size")).collect::<Result<_, _>>()?,
+                    Some(a) => a
+                        .split(',')
+                        .map(|s| count(s, "each level size"))
+                        .collect::<Result<_, _>>()?,
                 };
                 if sizes.len() < 2 {
                     return Err(err("a hierarchy needs at least two levels, e.g. 512,128".into()));
@@ -170,10 +179,7 @@ impl FromStr for ChunkerSpec {
                 }
                 Ok(ChunkerSpec::Hierarchy { sizes })
             }
-            _ => Err(err(format!(
-                "unknown chunker; expected one of:\n{}",
-                ChunkerSpec::HELP
-            ))),
+            _ => Err(err(format!("unknown chunker; expected one of:\n{}", ChunkerSpec::HELP))),
         }
     }
 }

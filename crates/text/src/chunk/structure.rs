@@ -10,7 +10,7 @@ use ckeep_core::Span;
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::layout::Layout;
-use super::{trim, SizeCounter};
+use super::{SizeCounter, trim};
 
 /// Semantic levels, most preferred boundary first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -115,7 +115,9 @@ impl<'a> Splitter<'a> {
                 .map(|x| x.span.start)
                 .filter(inside)
                 .collect(),
-            Level::Block => self.layout.blocks.iter().map(|b| b.span.start).filter(inside).collect(),
+            Level::Block => {
+                self.layout.blocks.iter().map(|b| b.span.start).filter(inside).collect()
+            }
             Level::Line => self.layout.line_starts.iter().copied().filter(inside).collect(),
             Level::Sentence => sub
                 .split_sentence_bound_indices()
@@ -152,7 +154,10 @@ mod tests {
     #[test]
     fn falls_back_to_sentences_then_words() {
         let text = "One two three. Four five six seven eight nine.";
-        assert_eq!(chunk(text, "markdown:4"), ["One two three.", "Four five six seven", "eight nine."]);
+        assert_eq!(
+            chunk(text, "markdown:4"),
+            ["One two three.", "Four five six seven", "eight nine."]
+        );
     }
 
     #[test]
@@ -172,9 +177,14 @@ mod tests {
                 assert_eq!(parent.depth + 1, c.depth);
             }
         }
-        let tops: Vec<&str> = chunks.iter().filter(|c| c.depth == 0).map(|c| c.span.slice(text)).collect();
+        let tops: Vec<&str> =
+            chunks.iter().filter(|c| c.depth == 0).map(|c| c.span.slice(text)).collect();
         assert_eq!(tops, ["# A\n\none two three\n\nfour five", "# B\n\nsix seven eight nine ten"]);
         assert!(chunks.iter().filter(|c| c.leaf).all(|c| c.depth == 1));
-        assert!(chunks.iter().all(|c| c.ordinal as usize == chunks.iter().position(|x| x == c).unwrap()));
+        assert!(
+            chunks
+                .iter()
+                .all(|c| c.ordinal as usize == chunks.iter().position(|x| x == c).unwrap())
+        );
     }
 }

@@ -60,7 +60,7 @@ mod tests {
 
     #[test]
     fn dynamic_uses_at_least_18_words() {
-        let t: String = (0..40).map(|i| format!("w{i} ")).collect();
+        let t = (0..40).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
         let w = windows(&t, WordsSize::Dynamic, 0);
         assert_eq!(w.len(), 3, "40 words in windows of 18");
         assert_eq!(w[2].slice(&t), "w36 w37 w38 w39");
