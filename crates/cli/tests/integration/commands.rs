@@ -1,0 +1,131 @@
+//! Command behaviour: JSON shapes, replacement, removal, exit codes.
+
+use std::io::Write;
+
+use crate::{fails, json, ok, run, snapshot};
+
+fn corpus(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("corpus");
+    std::fs::create_dir_all(p.join("sub")).unwrap();
+    std::fs::write(
+        p.join("cats.md"),
+        "# Cats\n\nCats purr when they are content.\n\n## Food\n\nCats eat fish and mice.",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("sub/dogs.txt"),
+        "Dogs bark at strangers. Dogs love long walks in the park.",
+    )
+    .unwrap();
+    std::fs::write(p.join("notes.bin"), [0u8, 1, 2]).unwrap();
+    p
+}
+
+#[test]
+fn search_json_has_the_design_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let c = corpus(dir.path());
+    let added = json(&store, &["add", c.to_str().unwrap(), "--chunker", "sentences"]);
+    assert_eq!(added["added"], 2, "the .bin file in a directory is not an input");
+    let res = json(&store, &["search", "what do cats eat", "--explain"]);
+    assert_eq!(res["query"], "what do cats eat");
+    assert_eq!(res["strategy"], "mode=bm25,level=chunk,k=10");
+    let top = &res["results"][0];
+    assert_eq!(top["rank"], 1);
+    assert!(top["doc_id"].as_str().unwrap().ends_with("cats.md"));
+    assert_eq!(top["text"], "Cats eat fish and mice.");
+    assert_eq!(top["headings"], "# Cats > ## Food");
+    let span = &top["spans"][0];
+    assert_eq!(top["chunks"][0]["span"], *span);
+    assert!(top["score"].as_f64().unwrap() > 0.0);
+    let terms: Vec<&str> = top["explain"]["chunks"][0]["terms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["term"].as_str().unwrap())
+        .collect();
+    assert_eq!(terms, ["cat", "eat"]);
+}
+
+#[test]
+fn document_level_aggregations() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let c = corpus(dir.path());
+    ok(&store, &["add", c.to_str().unwrap(), "--chunker", "sentences"]);
+    let res = json(&store, &["search", "dogs cats", "--level", "doc", "--aggregate", "sum"]);
+    assert_eq!(res["strategy"], "mode=bm25,level=doc,agg=sum,k=10");
+    let results = res["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    let dogs =
+        results.iter().find(|r| r["doc_id"].as_str().unwrap().ends_with("dogs.txt")).unwrap();
+    assert_eq!(dogs["chunks"].as_array().unwrap().len(), 2, "both dog sentences add up");
+    assert_eq!(dogs["spans"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn changed_documents_are_replaced_and_rm_removes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let f = dir.path().join("a.txt");
+    std::fs::write(&f, "first version about apples").unwrap();
+    let f = f.to_str().unwrap();
+    json(&store, &["add", f]);
+    std::fs::write(f, "second version about pears").unwrap();
+    let r = json(&store, &["add", f]);
+    assert_eq!((r["replaced"].as_u64(), r["added"].as_u64()), (Some(1), Some(0)));
+    assert!(json(&store, &["search", "apples"])["results"].as_array().unwrap().is_empty());
+    assert_eq!(json(&store, &["search", "pears"])["results"][0]["doc_id"], f);
+    let (code, err) = fails(&store, &["rm", f, "nope"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no such document(s): nope"));
+    assert_eq!(json(&store, &["rm", f])["removed"], 1);
+    assert_eq!(snapshot(&store), (0, 0, true));
+}
+
+#[test]
+fn stdin_is_one_plain_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let mut child = crate::ckeep(&store)
+        .args(["add", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"piped text").unwrap();
+    assert!(child.wait_with_output().unwrap().status.success());
+    assert_eq!(ok(&store, &["show", "stdin"]), "piped text");
+}
+
+#[test]
+fn exit_codes_and_json_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    assert_eq!(fails(&store, &["frobnicate"]).0, 2);
+    assert_eq!(fails(&store, &["search"]).0, 2, "missing query");
+    assert_eq!(fails(&store, &["search", "x", "-k", "0"]).0, 2);
+    assert_eq!(fails(&store, &["search", "x", "--mode", "dense"]).0, 2);
+    let (code, err) = fails(&store, &["search", "x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no store at"), "{err}");
+    let out = run(&store, &["--json", "show", "x"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["error"]["kind"], "runtime");
+    let f = dir.path().join("a.txt");
+    std::fs::write(&f, "text").unwrap();
+    ok(&store, &["add", f.to_str().unwrap(), "--chunker", "sentences"]);
+    let (code, err) = fails(&store, &["search", " "]);
+    assert_eq!(code, 2);
+    assert!(err.contains("query is empty"));
+    let (code, err) = fails(&store, &["add", f.to_str().unwrap(), "--chunker", "words:50"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("chunked with `sentences:1`"), "{err}");
+    let (code, err) = fails(&store, &["search", "x", "--strategy", "chunker=words:5"]);
+    assert_eq!(code, 2, "{err}");
+    let help = ok(&store, &["add", "--help"]);
+    assert!(
+        help.contains("words:dynamic") && help.contains("Units for markdown/hierarchy are words")
+    );
+}

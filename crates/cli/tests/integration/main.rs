@@ -1,0 +1,65 @@
+//! End-to-end tests of the `ckeep` binary on real data, as one test binary.
+
+mod bad_input;
+mod commands;
+mod durability;
+mod real_data;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The evaluation data: `CKEEP_DATA`, or `../shared/data` beside the checkout.
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("CKEEP_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        PathBuf::from,
+    )
+}
+
+/// A `ckeep` command on `store`.
+pub fn ckeep(store: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ckeep"));
+    cmd.arg("--store").arg(store).env_remove("CKEEP_STORE");
+    cmd
+}
+
+/// Runs `ckeep --store STORE ARGS…` and returns its output.
+pub fn run(store: &Path, args: &[&str]) -> Output {
+    ckeep(store).args(args).output().expect("ckeep runs")
+}
+
+/// Runs and asserts exit code 0; returns stdout.
+pub fn ok(store: &Path, args: &[&str]) -> String {
+    let out = run(store, args);
+    assert!(
+        out.status.success(),
+        "ckeep {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 stdout")
+}
+
+/// Runs with `--json` and parses stdout.
+pub fn json(store: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ok(store, &all)).expect("one JSON document on stdout")
+}
+
+/// Exit code and stderr of a run expected to fail.
+pub fn fails(store: &Path, args: &[&str]) -> (i32, String) {
+    let out = run(store, args);
+    assert!(!out.status.success(), "ckeep {args:?} should fail");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The store's document count and `check` verdict, through the CLI.
+pub fn snapshot(store: &Path) -> (u64, u64, bool) {
+    let stats = json(store, &["stats"]);
+    let check = run(store, &["check"]);
+    (
+        stats["stats"]["documents"].as_u64().unwrap(),
+        stats["stats"]["chunks"].as_u64().unwrap(),
+        check.status.success(),
+    )
+}
