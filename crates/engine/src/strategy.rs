@@ -144,7 +144,7 @@ impl FromStr for Strategy {
         for raw in spec.split(',') {
             match raw.split_once('=') {
                 Some((k, v)) if KEYS.contains(&k.trim()) => {
-                    parts.push((k.trim().to_string(), v.trim().to_string()))
+                    parts.push((k.trim().to_string(), v.trim().to_string()));
                 }
                 _ => match parts.last_mut() {
                     Some((_, v)) if !raw.trim().is_empty() => {
@@ -169,17 +169,17 @@ impl FromStr for Strategy {
             match key.as_str() {
                 "chunker" => {
                     s.chunker =
-                        Some(value.parse().map_err(|e: ckeep_text::Error| err(e.to_string()))?)
+                        Some(value.parse().map_err(|e: ckeep_text::Error| err(e.to_string()))?);
                 }
                 "mode" => s.mode = value.parse().map_err(err)?,
                 "level" => s.level = value.parse().map_err(err)?,
                 "agg" => {
-                    s.agg = value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?
+                    s.agg = value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?;
                 }
                 "k" => {
                     s.k = value
                         .parse()
-                        .map_err(|_| err(format!("k must be a whole number, got `{value}`")))?
+                        .map_err(|_| err(format!("k must be a whole number, got `{value}`")))?;
                 }
                 other => return Err(err(format!("`{other}` is not available in this build yet"))),
             }

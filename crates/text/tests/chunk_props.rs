@@ -66,7 +66,7 @@ fn check(text: &str, spec: &ChunkerSpec, chunks: &[Chunk]) -> Result<(), TestCas
             );
             prop_assert_eq!(parent.depth + 1, c.depth);
         } else {
-            prop_assert_eq!(c.depth, 0)
+            prop_assert_eq!(c.depth, 0);
         }
         let has_children = chunks.iter().any(|x| x.parent == Some(c.ordinal));
         prop_assert_eq!(c.leaf, !has_children);

@@ -1,4 +1,5 @@
 //! End-to-end tests of the `ckeep` binary on real data, as one test binary.
+#![allow(clippy::missing_panics_doc)] // test helpers panic on failure by design
 
 mod bad_input;
 mod commands;

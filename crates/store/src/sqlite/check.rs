@@ -88,7 +88,7 @@ fn check_chunks(
             }
             match parent {
                 None if *depth != 0 => {
-                    problems.push(format!("{at}: depth {depth} without a parent"))
+                    problems.push(format!("{at}: depth {depth} without a parent"));
                 }
                 None => {}
                 Some(p) => match list.get(*p as usize) {
