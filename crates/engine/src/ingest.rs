@@ -14,9 +14,9 @@ use serde::Serialize;
 use crate::{Engine, Error, PLAIN_FIELD, Result};
 
 /// A batch is written when it holds this many documents…
-const BATCH_DOCS: usize = 256;
+const BATCH_DOCS: usize = 2048;
 /// …or this many bytes of text.
-const BATCH_BYTES: usize = 8 << 20;
+const BATCH_BYTES: usize = 32 << 20;
 
 /// What an ingest did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
