@@ -1,0 +1,220 @@
+//! IR metrics with `trec_eval`'s definitions (as `pytrec_eval` computes them):
+//!
+//! - a document is relevant when its grade is > 0; unjudged documents are not relevant;
+//! - `ndcg@k`: Σ gain/log2(rank+1) over the top k, gain = grade, divided by the same sum over the
+//!   judged grades sorted best first (the ideal comes from the qrels, never from the run);
+//! - `mrr`: 1/rank of the first relevant document; `mrr@k` counts it only within the top k;
+//! - `map`: Σ precision@rank over relevant retrieved documents ÷ number of relevant documents;
+//!   `map@k` stops at rank k;
+//! - `recall@k`: relevant in the top k ÷ relevant; `p@k`: relevant in the top k ÷ k (even when
+//!   fewer than k were retrieved); `hit@k`: 1 if any relevant document is in the top k.
+//!
+//! Queries are scored when they are in both the run and the qrels (a judged query the run
+//! skipped is reported separately, not silently averaged in); a judged query without any
+//! relevant document scores 0 on every metric, as in `trec_eval`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::{Error, Qrels, Run};
+
+/// One metric at an optional cut-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Metric {
+    /// Normalised discounted cumulative gain at k.
+    Ndcg(usize),
+    /// Mean reciprocal rank (within the top k if given).
+    Mrr(Option<usize>),
+    /// Mean average precision (within the top k if given).
+    Map(Option<usize>),
+    /// Recall at k.
+    Recall(usize),
+    /// Precision at k.
+    Precision(usize),
+    /// Hit rate (success) at k.
+    Hit(usize),
+}
+
+impl Metric {
+    /// One line per metric, for `--help`.
+    pub const HELP: &'static str = "\
+ndcg@K    graded gain discounted by log2(rank+1) in the top K, over the ideal from the qrels
+mrr[@K]   1/rank of the first relevant result (0 if none in the top K)
+map[@K]   mean of precision at each relevant result's rank, over all relevant documents
+recall@K  share of the relevant documents found in the top K
+p@K       share of the top K that is relevant (precision; also precision@K)
+hit@K     1 if any relevant document is in the top K (hit rate, success; also hit_rate@K)";
+
+    /// The value for one query: `ranked` documents best first, judgements `judged`.
+    pub fn score(
+        self,
+        ranked: &[(String, f64)],
+        judged: Option<&std::collections::BTreeMap<String, i32>>,
+    ) -> f64 {
+        let grade = |d: &str| judged.and_then(|j| j.get(d)).copied().unwrap_or(0);
+        let num_rel = judged.map_or(0, |j| j.values().filter(|g| **g > 0).count());
+        let top = |k: usize| &ranked[..ranked.len().min(k)];
+        let rel_in = |docs: &[(String, f64)]| docs.iter().filter(|(d, _)| grade(d) > 0).count();
+        match self {
+            Metric::Ndcg(k) => {
+                let dcg: f64 =
+                    top(k).iter().enumerate().map(|(i, (d, _))| gain(grade(d)) / discount(i)).sum();
+                let mut ideal: Vec<i32> = judged
+                    .map(|j| j.values().copied().filter(|g| *g > 0).collect())
+                    .unwrap_or_default();
+                ideal.sort_unstable_by(|a, b| b.cmp(a));
+                let idcg: f64 =
+                    ideal.iter().take(k).enumerate().map(|(i, g)| gain(*g) / discount(i)).sum();
+                if idcg > 0.0 { dcg / idcg } else { 0.0 }
+            }
+            Metric::Mrr(k) => {
+                let docs = k.map_or(ranked, top);
+                docs.iter().position(|(d, _)| grade(d) > 0).map_or(0.0, |i| 1.0 / (i + 1) as f64)
+            }
+            Metric::Map(k) => {
+                if num_rel == 0 {
+                    return 0.0;
+                }
+                let docs = k.map_or(ranked, top);
+                let mut found = 0usize;
+                let mut sum = 0.0;
+                for (i, (d, _)) in docs.iter().enumerate() {
+                    if grade(d) > 0 {
+                        found += 1;
+                        sum += found as f64 / (i + 1) as f64;
+                    }
+                }
+                sum / num_rel as f64
+            }
+            Metric::Recall(k) => {
+                if num_rel == 0 {
+                    0.0
+                } else {
+                    rel_in(top(k)) as f64 / num_rel as f64
+                }
+            }
+            Metric::Precision(k) => rel_in(top(k)) as f64 / k as f64,
+            Metric::Hit(k) => f64::from(u8::from(rel_in(top(k)) > 0)),
+        }
+    }
+}
+
+fn gain(grade: i32) -> f64 {
+    f64::from(grade.max(0))
+}
+
+fn discount(zero_based_rank: usize) -> f64 {
+    ((zero_based_rank + 2) as f64).log2()
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cut = |k: &Option<usize>| k.map(|k| format!("@{k}")).unwrap_or_default();
+        match self {
+            Metric::Ndcg(k) => write!(f, "ndcg@{k}"),
+            Metric::Mrr(k) => write!(f, "mrr{}", cut(k)),
+            Metric::Map(k) => write!(f, "map{}", cut(k)),
+            Metric::Recall(k) => write!(f, "recall@{k}"),
+            Metric::Precision(k) => write!(f, "p@{k}"),
+            Metric::Hit(k) => write!(f, "hit@{k}"),
+        }
+    }
+}
+
+impl FromStr for Metric {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = || Error::Metric(s.to_string());
+        let lower = s.trim().to_ascii_lowercase();
+        let (name, k) = match lower.split_once('@') {
+            Some((n, k)) => {
+                (n.to_string(), Some(k.parse::<usize>().ok().filter(|k| *k > 0).ok_or_else(bad)?))
+            }
+            None => (lower.clone(), None),
+        };
+        let need = |k: Option<usize>| k.ok_or_else(bad);
+        Ok(match name.as_str() {
+            "ndcg" => Metric::Ndcg(need(k)?),
+            "mrr" | "recip_rank" => Metric::Mrr(k),
+            "map" => Metric::Map(k),
+            "recall" => Metric::Recall(need(k)?),
+            "p" | "precision" => Metric::Precision(need(k)?),
+            "hit" | "hit_rate" | "success" => Metric::Hit(need(k)?),
+            _ => return Err(bad()),
+        })
+    }
+}
+
+/// Per-query values and means of several metrics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evaluation {
+    /// The metrics, in the order asked.
+    pub metrics: Vec<String>,
+    /// Means over the scored queries, one per metric.
+    pub means: Vec<f64>,
+    /// Scored query ids, sorted.
+    pub queries: Vec<String>,
+    /// `per_query[i][m]`: query `queries[i]`, metric `metrics[m]`.
+    pub per_query: Vec<Vec<f64>>,
+    /// Judged queries the run has no results for (not averaged in).
+    pub missing_from_run: Vec<String>,
+}
+
+/// Scores `run` against `qrels`.
+pub fn evaluate(qrels: &Qrels, run: &Run, metrics: &[Metric]) -> Evaluation {
+    let mut queries = Vec::new();
+    let mut per_query = Vec::new();
+    let mut missing_from_run = Vec::new();
+    for (qid, judged) in &qrels.0 {
+        match run.get(qid) {
+            Some(ranked) => {
+                queries.push(qid.clone());
+                per_query.push(
+                    metrics.iter().map(|m| m.score(ranked, Some(judged))).collect::<Vec<f64>>(),
+                );
+            }
+            None => missing_from_run.push(qid.clone()),
+        }
+    }
+    let n = per_query.len().max(1) as f64;
+    let means =
+        (0..metrics.len()).map(|m| per_query.iter().map(|v| v[m]).sum::<f64>() / n).collect();
+    Evaluation {
+        metrics: metrics.iter().map(ToString::to_string).collect(),
+        means,
+        queries,
+        per_query,
+        missing_from_run,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_print() {
+        for s in ["ndcg@10", "mrr", "mrr@10", "map", "map@100", "recall@100", "p@5", "hit@3"] {
+            assert_eq!(s.parse::<Metric>().unwrap().to_string(), s);
+        }
+        assert_eq!("Precision@5".parse::<Metric>().unwrap(), Metric::Precision(5));
+        assert_eq!("hit_rate@1".parse::<Metric>().unwrap(), Metric::Hit(1));
+        for bad in ["ndcg", "ndcg@0", "recall@x", "f1@3"] {
+            assert!(bad.parse::<Metric>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ideal_dcg_comes_from_the_qrels_not_the_run() {
+        // Only one of two relevant documents is retrieved: nDCG must be below 1.
+        let qrels = Qrels::from_trec("q 0 a 1\nq 0 b 1\n").unwrap();
+        let mut run = Run::new();
+        run.insert("q", [("a".to_string(), 1.0)]);
+        let e = evaluate(&qrels, &run, &["ndcg@10".parse().unwrap(), "p@5".parse().unwrap()]);
+        assert!((e.means[0] - 1.0 / (1.0 + 1.0 / 3f64.log2())).abs() < 1e-12);
+        assert!((e.means[1] - 0.2).abs() < 1e-12, "precision divides by k even with fewer results");
+    }
+}
