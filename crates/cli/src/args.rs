@@ -61,6 +61,84 @@ pub enum Command {
     Rm(RmArgs),
     /// Verify the store: spans inside documents, parents present, counts consistent.
     Check,
+    /// Evaluate: score a run, or compare strategies on a dataset.
+    Eval(EvalArgs),
+}
+
+const METRICS_HELP: &str =
+    "Metrics (trec_eval definitions; a document is relevant when its grade is > 0):";
+
+fn eval_help() -> String {
+    format!("{METRICS_HELP}\n{}", ckeep_eval::Metric::HELP)
+}
+
+#[derive(Debug, Args)]
+#[command(after_long_help = eval_help(), after_help = eval_help())]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    pub command: EvalCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Score an existing TREC run against qrels (TREC or BEIR TSV), from any system.
+    #[command(after_help = eval_help())]
+    Metrics(EvalMetricsArgs),
+    /// Index a dataset once per chunker, run every strategy, and compare them in one table.
+    ///
+    /// Datasets: a BEIR directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv), a directory
+    /// with docs.jsonl + queries.jsonl (long documents), or those two files named with --docs
+    /// and --queries. Each strategy after the first gets a paired randomisation test against
+    /// the first (10,000 permutations).
+    #[command(after_help = eval_help())]
+    Run(EvalRunArgs),
+}
+
+/// Default metrics of `ckeep eval`.
+const DEFAULT_METRICS: &str = "ndcg@10,mrr@10,map,recall@100,p@10";
+
+#[derive(Debug, Args)]
+pub struct EvalMetricsArgs {
+    /// Relevance judgements.
+    #[arg(long, value_name = "FILE")]
+    pub qrels: PathBuf,
+    /// The run (`qid Q0 docid rank score tag`).
+    #[arg(long, value_name = "FILE")]
+    pub run: PathBuf,
+    /// Comma-separated metrics.
+    #[arg(long, value_name = "LIST", default_value = DEFAULT_METRICS, value_parser = crate::commands::eval::parse_metrics)]
+    pub metrics: std::vec::Vec<ckeep_eval::Metric>,
+    /// Also print every query's values.
+    #[arg(long)]
+    pub per_query: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalRunArgs {
+    /// A dataset directory (BEIR layout, or docs.jsonl + queries.jsonl).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["docs", "queries"])]
+    pub dataset: Option<PathBuf>,
+    /// The qrels split of a BEIR dataset.
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// Long-document layout: the documents file.
+    #[arg(long, value_name = "FILE", requires = "queries")]
+    pub docs: Option<PathBuf>,
+    /// Long-document layout: the queries file.
+    #[arg(long, value_name = "FILE", requires = "docs")]
+    pub queries: Option<PathBuf>,
+    /// A strategy to compare (repeat the flag for several; the first is the baseline).
+    #[arg(long = "strategy", value_name = "SPEC", required = true, value_parser = parse_strategy, long_help = strategy_help())]
+    pub strategies: Vec<Strategy>,
+    /// Comma-separated metrics.
+    #[arg(long, value_name = "LIST", default_value = DEFAULT_METRICS, value_parser = crate::commands::eval::parse_metrics)]
+    pub metrics: std::vec::Vec<ckeep_eval::Metric>,
+    /// Write table.md, results.json and one TREC run per strategy here.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// Keep the evaluation indexes here (default: a temporary directory, removed afterwards).
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -75,5 +75,6 @@ fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
         Command::Stats => commands::admin::stats(store, out),
         Command::Rm(a) => commands::admin::rm(store, a, out),
         Command::Check => commands::admin::check(store, out),
+        Command::Eval(e) => commands::eval::run(&e.command, out),
     }
 }

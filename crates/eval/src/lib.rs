@@ -17,7 +17,10 @@
 //! assert_eq!(eval.means[0], 0.5);
 //! ```
 
+pub mod dataset;
+pub mod experiment;
 mod metrics;
+pub mod report;
 mod significance;
 mod trec;
 

@@ -2,6 +2,7 @@
 
 pub mod add;
 pub mod admin;
+pub mod eval;
 pub mod search;
 pub mod show;
 

@@ -4,6 +4,7 @@
 mod bad_input;
 mod commands;
 mod durability;
+mod eval;
 mod real_data;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,143 @@
+//! `ckeep eval metrics` and `ckeep eval run`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use ckeep_eval::experiment::Comparison;
+use ckeep_eval::{Metric, Qrels, Run, dataset, evaluate, experiment, report};
+
+use crate::args::{EvalCommand, EvalMetricsArgs, EvalRunArgs};
+use crate::output::{Output, outln};
+
+pub fn run(cmd: &EvalCommand, out: &Output) -> anyhow::Result<ExitCode> {
+    match cmd {
+        EvalCommand::Metrics(a) => metrics(a, out),
+        EvalCommand::Run(a) => run_strategies(a, out),
+    }
+}
+
+fn metrics(args: &EvalMetricsArgs, out: &Output) -> anyhow::Result<ExitCode> {
+    let qrels = Qrels::read(&args.qrels)?;
+    let run = Run::read(&args.run)?;
+    let eval = evaluate(&qrels, &run, &args.metrics);
+    if !eval.missing_from_run.is_empty() {
+        out.warn(format!(
+            "{} judged queries have no results in the run and are not averaged in",
+            eval.missing_from_run.len()
+        ));
+    }
+    if out.json {
+        let mut v = serde_json::json!({
+            "queries": eval.queries.len(),
+            "means": eval.metrics.iter().zip(&eval.means).map(|(m, v)| (m.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+            "missing_from_run": eval.missing_from_run,
+        });
+        if args.per_query {
+            v["per_query"] = per_query_json(&eval);
+        }
+        out.print_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (m, v) in eval.metrics.iter().zip(&eval.means) {
+        outln!("{m:<12} {v:.4}");
+    }
+    outln!("{:<12} {}", "queries", eval.queries.len());
+    if args.per_query {
+        for (q, vals) in eval.queries.iter().zip(&eval.per_query) {
+            let cells: Vec<String> = vals.iter().map(|v| format!("{v:.4}")).collect();
+            outln!("{q}\t{}", cells.join("\t"));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn per_query_json(eval: &ckeep_eval::Evaluation) -> serde_json::Value {
+    eval.queries
+        .iter()
+        .zip(&eval.per_query)
+        .map(|(q, vals)| {
+            let m: serde_json::Map<String, serde_json::Value> = eval
+                .metrics
+                .iter()
+                .zip(vals)
+                .map(|(n, v)| (n.clone(), serde_json::json!(v)))
+                .collect();
+            (q.clone(), serde_json::Value::Object(m))
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+fn run_strategies(args: &EvalRunArgs, out: &Output) -> anyhow::Result<ExitCode> {
+    let data = match (&args.dataset, &args.docs, &args.queries) {
+        (Some(dir), None, None) => dataset::load_dir(dir, &args.split)?,
+        (None, Some(docs), Some(queries)) => dataset::load_longdoc(docs, queries)?,
+        _ => bail!(crate::UsageError("give --dataset DIR, or both --docs and --queries".into())),
+    };
+    if data.queries.is_empty() {
+        bail!("{} has no judged queries", data.name);
+    }
+    out.note(format!(
+        "{}: {} documents, {} queries, {} strategies",
+        data.name,
+        data.docs.len(),
+        data.queries.len(),
+        args.strategies.len()
+    ));
+    // Evaluation indexes go to a temporary directory (removed on exit) unless --work-dir.
+    let tmp = tempfile::Builder::new().prefix("ckeep-eval-").tempdir()?;
+    let work: &Path = args.work_dir.as_deref().unwrap_or(tmp.path());
+    let bar = out.progress(0, "");
+    let mut stage = String::new();
+    let mut progress = |what: &str, done: u64, total: u64| {
+        if what != stage {
+            stage = what.to_string();
+            bar.set_message(stage.clone());
+            bar.set_length(total);
+        }
+        bar.set_position(done);
+    };
+    let comparison = experiment::run(&data, &args.strategies, &args.metrics, work, &mut progress)?;
+    bar.finish_and_clear();
+    if let Some(dir) = &args.report {
+        report::write(dir, &comparison)
+            .with_context(|| format!("writing the report to {}", dir.display()))?;
+        out.note(format!("report written to {}", dir.display()));
+    }
+    print_comparison(&comparison, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_comparison(c: &Comparison, out: &Output) -> anyhow::Result<()> {
+    if out.json {
+        let strategies: Vec<serde_json::Value> = c
+            .strategies
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "strategy": s.strategy,
+                    "means": c.metrics.iter().zip(&s.evaluation.means).map(|(m, v)| (m.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+                    "p_values": c.metrics.iter().zip(&s.p_values).map(|(m, p)| (m.clone(), serde_json::json!(p))).collect::<serde_json::Map<_, _>>(),
+                    "query_seconds": s.query_seconds,
+                })
+            })
+            .collect();
+        out.print_json(&serde_json::json!({"dataset": c.dataset, "documents": c.documents, "queries": c.queries, "metrics": c.metrics, "strategies": strategies}))?;
+    } else {
+        outln!("{} — {} documents, {} queries", c.dataset, c.documents, c.queries);
+        outln!("{}", report::markdown_table(c));
+        outln!(
+            "bold: best per column; p: paired randomisation test against the first strategy (10,000 permutations), † < 0.05"
+        );
+    }
+    Ok(())
+}
+
+/// Parses `--metrics ndcg@10,mrr@10`.
+pub fn parse_metrics(s: &str) -> Result<Vec<Metric>, String> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.parse::<Metric>().map_err(|e| e.to_string()))
+        .collect()
+}

@@ -1,0 +1,174 @@
+//! `ckeep eval`: scoring runs from any system, and comparing strategies on real datasets.
+
+use crate::{data_dir, fails, json, ok};
+
+/// The committed `pytrec_eval` reference, as files.
+fn reference_files(dir: &std::path::Path) -> (String, String, serde_json::Value) {
+    let reference: serde_json::Value =
+        serde_json::from_str(include_str!("../../../eval/tests/data/pytrec_reference.json"))
+            .unwrap();
+    let qrels = dir.join("qrels.txt");
+    let run = dir.join("run.trec");
+    std::fs::write(&qrels, reference["qrels"].as_str().unwrap()).unwrap();
+    std::fs::write(&run, reference["run"].as_str().unwrap()).unwrap();
+    (qrels.display().to_string(), run.display().to_string(), reference["expected"].clone())
+}
+
+#[test]
+fn metrics_of_a_run_file_match_pytrec_eval_means() {
+    let dir = tempfile::tempdir().unwrap();
+    let (qrels, run, expected) = reference_files(dir.path());
+    let store = dir.path().join("unused");
+    let out = json(
+        &store,
+        &[
+            "eval",
+            "metrics",
+            "--qrels",
+            &qrels,
+            "--run",
+            &run,
+            "--metrics",
+            "ndcg@10,map,recall@100,mrr",
+        ],
+    );
+    let expected = expected.as_object().unwrap();
+    assert_eq!(out["queries"], expected.len());
+    for m in ["ndcg@10", "map", "recall@100", "mrr"] {
+        let want: f64 =
+            expected.values().map(|v| v[m].as_f64().unwrap()).sum::<f64>() / expected.len() as f64;
+        let got = out["means"][m].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{m}: {got} vs {want}");
+    }
+    assert!(out["missing_from_run"].as_array().unwrap().iter().any(|q| q == "q3"));
+}
+
+#[test]
+fn malformed_runs_and_unknown_metrics_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (qrels, _, _) = reference_files(dir.path());
+    let bad = dir.path().join("bad.trec");
+    std::fs::write(&bad, "q1 Q0 d1 1 0.5 x\nq1 Q0 d2\n").unwrap();
+    let store = dir.path().join("unused");
+    let (code, err) =
+        fails(&store, &["eval", "metrics", "--qrels", &qrels, "--run", bad.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("line 2: expected `qid Q0 docid rank score tag`"), "{err}");
+    let (code, err) = fails(
+        &store,
+        &["eval", "metrics", "--qrels", &qrels, "--run", &qrels, "--metrics", "ndcg"],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown metric `ndcg`"), "{err}");
+}
+
+#[test]
+fn eval_help_explains_every_metric() {
+    let help = ok(std::path::Path::new("unused"), &["eval", "run", "--help"]);
+    for m in ["ndcg@K", "mrr[@K]", "map[@K]", "recall@K", "p@K", "hit@K"] {
+        assert!(help.contains(m), "{m} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn bm25_on_scifact_reaches_the_published_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let scifact = data_dir().join("beir_scifact");
+    let out = json(
+        &dir.path().join("unused"),
+        &[
+            "eval",
+            "run",
+            "--dataset",
+            scifact.to_str().unwrap(),
+            "--strategy",
+            "chunker=whole,level=doc",
+            "--strategy",
+            "chunker=sentences:3,level=doc,agg=mean:3",
+            "--metrics",
+            "ndcg@10,recall@100",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out["queries"], 300);
+    let first = &out["strategies"][0];
+    let ndcg = first["means"]["ndcg@10"].as_f64().unwrap();
+    assert!(ndcg >= 0.65, "BM25 nDCG@10 on SciFact: {ndcg}");
+    assert!(first["p_values"]["ndcg@10"].is_null(), "the baseline has no p-value");
+    let p = out["strategies"][1]["p_values"]["ndcg@10"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&p));
+    for f in ["table.md", "results.json", "run-1.trec", "run-2.trec"] {
+        assert!(report.join(f).is_file(), "{f} missing");
+    }
+    // The written run scores the same through `eval metrics`.
+    let again = json(
+        &dir.path().join("unused"),
+        &[
+            "eval",
+            "metrics",
+            "--qrels",
+            scifact.join("qrels/test.tsv").to_str().unwrap(),
+            "--run",
+            report.join("run-1.trec").to_str().unwrap(),
+            "--metrics",
+            "ndcg@10",
+        ],
+    );
+    assert!((again["means"]["ndcg@10"].as_f64().unwrap() - ndcg).abs() < 1e-9);
+}
+
+#[test]
+fn long_document_layout_with_answer_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs.jsonl");
+    let queries = dir.path().join("queries.jsonl");
+    std::fs::write(
+        &docs,
+        "{\"doc_id\": \"cats\", \"title\": \"Cats\", \"text\": \"Cats purr. Cats sleep all day.\"}\n{\"doc_id\": \"dogs\", \"title\": \"Dogs\", \"text\": \"Dogs bark. Dogs fetch sticks.\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &queries,
+        "{\"qid\": \"1\", \"question\": \"what do dogs fetch\", \"doc_id\": \"dogs\", \"answers\": [{\"text\": \"sticks\", \"start\": 22, \"end\": 28}]}\n{\"qid\": \"2\", \"question\": \"who purrs\", \"doc_id\": \"cats\", \"answers\": [\"Cats\"]}\n",
+    )
+    .unwrap();
+    let store = dir.path().join("unused");
+    let out = json(
+        &store,
+        &[
+            "eval",
+            "run",
+            "--docs",
+            docs.to_str().unwrap(),
+            "--queries",
+            queries.to_str().unwrap(),
+            "--strategy",
+            "chunker=sentences,level=doc",
+            "--metrics",
+            "mrr",
+        ],
+    );
+    assert_eq!(out["strategies"][0]["means"]["mrr"], 1.0);
+    std::fs::write(&queries, "{\"qid\": \"1\", \"question\": \"q\"}\nnot json\n").unwrap();
+    let (code, err) = fails(
+        &store,
+        &[
+            "eval",
+            "run",
+            "--docs",
+            docs.to_str().unwrap(),
+            "--queries",
+            queries.to_str().unwrap(),
+            "--strategy",
+            "level=doc",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("line 1: needs `qid`, `question` and `doc_id`")
+            && err.contains("line 2: invalid JSON"),
+        "{err}"
+    );
+}

@@ -1,0 +1,216 @@
+//! Evaluation datasets: the BEIR layout and the "long document" layout.
+//!
+//! - BEIR: `DIR/corpus.jsonl`, `DIR/queries.jsonl` (`_id`, `text`), `DIR/qrels/<split>.tsv`.
+//!   Only queries judged in the split are run.
+//! - Long documents: `docs.jsonl` (`doc_id`, `title`, `text`) and `queries.jsonl` (`qid`,
+//!   `question`, `doc_id`, optional `pid`, `answers` as strings or `{text, start, end}` objects);
+//!   the qrels are document-level (`doc_id` relevant with grade 1) and the answers are kept for
+//!   answer containment.
+//!
+//! Every reader lists malformed lines by number; nothing is dropped silently.
+
+use std::path::{Path, PathBuf};
+
+use ckeep_core::Document;
+use ckeep_text::Loader;
+use ckeep_text::load::{Format, Source};
+use serde_json::Value;
+
+use crate::{Error, Qrels};
+
+/// One query of a dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// Query id.
+    pub id: String,
+    /// Query text.
+    pub text: String,
+    /// Gold answer strings (long-document layout), for answer containment.
+    pub answers: Vec<String>,
+}
+
+/// Documents, queries and judgements.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    /// A short name for reports.
+    pub name: String,
+    /// The corpus.
+    pub docs: Vec<Document>,
+    /// Queries to run (those with judgements), in id order.
+    pub queries: Vec<Query>,
+    /// Judgements.
+    pub qrels: Qrels,
+}
+
+fn read(path: &Path) -> Result<String, Error> {
+    std::fs::read_to_string(path)
+        .map_err(|source| Error::Io { path: path.display().to_string(), source })
+}
+
+fn load_docs(path: &Path) -> Result<Vec<Document>, Error> {
+    Loader::default()
+        .load(&Source::File(path.to_path_buf(), Format::Jsonl))
+        .map(|l| l.documents)
+        .map_err(|e| Error::Malformed {
+            origin: path.display().to_string(),
+            problems: vec![(0, e.to_string())],
+        })
+}
+
+/// JSON objects of a JSONL file, with malformed lines collected.
+/// A JSON object as read from one JSONL line.
+type JsonObject = serde_json::Map<String, Value>;
+
+/// `(line number, message)` of a malformed line.
+type Problem = (usize, String);
+
+/// Objects of a JSONL file and the lines that are not objects, for the caller to report with
+/// its own problems.
+fn jsonl(path: &Path) -> Result<(Vec<(usize, JsonObject)>, Vec<Problem>), Error> {
+    let text = read(path)?;
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(o)) => out.push((i + 1, o)),
+            Ok(_) => problems.push((i + 1, "expected a JSON object".to_string())),
+            Err(e) => problems.push((i + 1, format!("invalid JSON: {e}"))),
+        }
+    }
+    Ok((out, problems))
+}
+
+fn string_field(obj: &serde_json::Map<String, Value>, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| match obj.get(*k) {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+/// Loads a BEIR dataset directory with the given qrels split.
+pub fn load_beir(dir: &Path, split: &str) -> Result<Dataset, Error> {
+    let qrels_path = dir.join("qrels").join(format!("{split}.tsv"));
+    let qrels = Qrels::read(&qrels_path)?;
+    let docs = load_docs(&dir.join("corpus.jsonl"))?;
+    let queries_path = dir.join("queries.jsonl");
+    let (objects, mut problems) = jsonl(&queries_path)?;
+    let mut queries = Vec::new();
+    for (line, obj) in objects {
+        match (
+            string_field(&obj, &["_id", "id", "qid"]),
+            string_field(&obj, &["text", "question", "query"]),
+        ) {
+            (Some(id), Some(text)) => {
+                if qrels.0.contains_key(&id) {
+                    queries.push(Query { id, text, answers: Vec::new() });
+                }
+            }
+            _ => problems.push((line, "needs `_id` and `text`".to_string())),
+        }
+    }
+    if !problems.is_empty() {
+        problems.sort_unstable();
+        return Err(Error::Malformed { origin: queries_path.display().to_string(), problems });
+    }
+    check_judged_queries(&qrels, &queries, &queries_path)?;
+    queries.sort_by(|a, b| a.id.cmp(&b.id));
+    let name =
+        dir.file_name().map_or_else(|| "beir".to_string(), |n| n.to_string_lossy().into_owned());
+    Ok(Dataset { name: format!("{name}/{split}"), docs, queries, qrels })
+}
+
+/// Every judged query must have a text; a judged query without one is an error, not a skip.
+fn check_judged_queries(qrels: &Qrels, queries: &[Query], path: &Path) -> Result<(), Error> {
+    let missing: Vec<(usize, String)> = qrels
+        .0
+        .keys()
+        .filter(|q| !queries.iter().any(|x| &x.id == *q))
+        .take(20)
+        .map(|q| (0, format!("judged query `{q}` has no text in this file")))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Malformed { origin: path.display().to_string(), problems: missing })
+    }
+}
+
+/// Loads the long-document layout from explicit files.
+pub fn load_longdoc(docs_path: &Path, queries_path: &Path) -> Result<Dataset, Error> {
+    let docs = load_docs(docs_path)?;
+    let mut qrels = Qrels::default();
+    let mut queries = Vec::new();
+    let (objects, mut problems) = jsonl(queries_path)?;
+    for (line, obj) in objects {
+        let (Some(id), Some(text), Some(doc)) = (
+            string_field(&obj, &["qid", "_id", "id"]),
+            string_field(&obj, &["question", "text", "query"]),
+            string_field(&obj, &["doc_id"]),
+        ) else {
+            problems.push((line, "needs `qid`, `question` and `doc_id`".to_string()));
+            continue;
+        };
+        let answers = match obj.get("answers") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::new();
+                for a in items {
+                    match a {
+                        Value::String(s) => out.push(s.clone()),
+                        Value::Object(o) => match o.get("text") {
+                            Some(Value::String(s)) => out.push(s.clone()),
+                            _ => problems
+                                .push((line, "an answer object needs a `text` string".to_string())),
+                        },
+                        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => {
+                            problems.push((
+                                line,
+                                "answers must be strings or {text, start, end} objects".to_string(),
+                            ));
+                        }
+                    }
+                }
+                out
+            }
+            Some(_) => {
+                problems.push((line, "`answers` must be an array".to_string()));
+                Vec::new()
+            }
+        };
+        if obj.get("is_impossible") == Some(&Value::Bool(true)) {
+            continue; // SQuAD v2 unanswerable questions have no relevant document
+        }
+        qrels.0.entry(id.clone()).or_default().insert(doc, 1);
+        queries.push(Query { id, text, answers });
+    }
+    if !problems.is_empty() {
+        problems.sort_unstable();
+        return Err(Error::Malformed { origin: queries_path.display().to_string(), problems });
+    }
+    queries.sort_by(|a, b| a.id.cmp(&b.id));
+    queries.dedup_by(|a, b| a.id == b.id);
+    let name = docs_path
+        .file_stem()
+        .map_or_else(|| "longdoc".to_string(), |n| n.to_string_lossy().into_owned());
+    Ok(Dataset { name, docs, queries, qrels })
+}
+
+/// Finds a dataset's layout in a directory: BEIR if it has `corpus.jsonl`, else long-document
+/// files `docs.jsonl` + `queries.jsonl`.
+pub fn load_dir(dir: &Path, split: &str) -> Result<Dataset, Error> {
+    if dir.join("corpus.jsonl").is_file() {
+        return load_beir(dir, split);
+    }
+    let (docs, queries): (PathBuf, PathBuf) = (dir.join("docs.jsonl"), dir.join("queries.jsonl"));
+    if docs.is_file() && queries.is_file() {
+        return load_longdoc(&docs, &queries);
+    }
+    Err(Error::Malformed {
+        origin: dir.display().to_string(),
+        problems: vec![(0, "not a dataset: expected corpus.jsonl + queries.jsonl + qrels/ (BEIR) or docs.jsonl + queries.jsonl".into())],
+    })
+}

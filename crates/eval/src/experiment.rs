@@ -1,0 +1,152 @@
+//! Runs strategies over a dataset: index once per distinct chunker, run every query for every
+//! strategy, score, and compare each strategy with the first.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use ckeep_engine::{Engine, SearchRequest, Strategy};
+use ckeep_store::SqliteStore;
+use ckeep_text::ChunkerSpec;
+use serde::Serialize;
+
+use crate::dataset::Dataset;
+use crate::{Evaluation, Metric, Run, evaluate, paired_randomization};
+
+/// Permutations of the paired randomisation test.
+const RANDOMIZATION_ROUNDS: usize = 10_000;
+
+/// Results are retrieved to this depth at least (the largest metric cut-off if larger).
+const MIN_DEPTH: usize = 100;
+
+/// One strategy's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct StrategyResult {
+    /// The strategy as given.
+    pub strategy: String,
+    /// Scores.
+    pub evaluation: Evaluation,
+    /// p-value of the paired randomisation test against the first strategy, per metric.
+    pub p_values: Vec<Option<f64>>,
+    /// The run, for TREC output.
+    #[serde(skip)]
+    pub run: Run,
+    /// Seconds spent querying.
+    pub query_seconds: f64,
+}
+
+/// A whole comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Dataset name.
+    pub dataset: String,
+    /// Number of documents.
+    pub documents: usize,
+    /// Number of queries.
+    pub queries: usize,
+    /// Metrics, in order.
+    pub metrics: Vec<String>,
+    /// One entry per strategy, in the order given.
+    pub strategies: Vec<StrategyResult>,
+}
+
+/// Progress reports: `(stage, done, total)`.
+pub type Progress<'a> = &'a mut dyn FnMut(&str, u64, u64);
+
+/// Runs `strategies` on `dataset`, building indexes in `work_dir` (one store per chunker).
+pub fn run(
+    dataset: &Dataset,
+    strategies: &[Strategy],
+    metrics: &[Metric],
+    work_dir: &Path,
+    progress: Progress<'_>,
+) -> Result<Comparison, ckeep_engine::Error> {
+    let depth = metrics
+        .iter()
+        .filter_map(|m| match m {
+            Metric::Ndcg(k) | Metric::Recall(k) | Metric::Precision(k) | Metric::Hit(k) => Some(*k),
+            Metric::Mrr(k) | Metric::Map(k) => *k,
+        })
+        .max()
+        .unwrap_or(0)
+        .max(MIN_DEPTH);
+    let mut engines: BTreeMap<String, Engine<SqliteStore>> = BTreeMap::new();
+    for s in strategies {
+        let chunker = s.chunker.clone().unwrap_or_default();
+        let key = chunker.to_string();
+        if !engines.contains_key(&key) {
+            engines.insert(
+                key.clone(),
+                index(dataset, &chunker, &work_dir.join(sanitize(&key)), progress)?,
+            );
+        }
+    }
+    let mut results: Vec<StrategyResult> = Vec::new();
+    for s in strategies {
+        let engine = &engines[&s.chunker.clone().unwrap_or_default().to_string()];
+        let mut strategy = s.clone();
+        strategy.k = depth;
+        let started = std::time::Instant::now();
+        let mut run = Run::new();
+        let total = dataset.queries.len() as u64;
+        for (i, q) in dataset.queries.iter().enumerate() {
+            let req =
+                SearchRequest { query: q.text.clone(), strategy: strategy.clone(), explain: false };
+            let docs = match engine.search(&req) {
+                Ok(res) => {
+                    res.results.into_iter().map(|r| (r.doc_id, f64::from(r.score))).collect()
+                }
+                // A query with no indexable terms retrieves nothing; it still counts.
+                Err(ckeep_engine::Error::Invalid(_)) => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            run.insert(q.id.clone(), docs);
+            progress(&format!("querying {s}"), i as u64 + 1, total);
+        }
+        let evaluation = evaluate(&dataset.qrels, &run, metrics);
+        let p_values = match results.first() {
+            None => vec![None; metrics.len()],
+            Some(base) => (0..metrics.len())
+                .map(|m| {
+                    let a: Vec<f64> = base.evaluation.per_query.iter().map(|v| v[m]).collect();
+                    let b: Vec<f64> = evaluation.per_query.iter().map(|v| v[m]).collect();
+                    Some(paired_randomization(&a, &b, RANDOMIZATION_ROUNDS))
+                })
+                .collect(),
+        };
+        results.push(StrategyResult {
+            strategy: s.to_string(),
+            evaluation,
+            p_values,
+            run,
+            query_seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    Ok(Comparison {
+        dataset: dataset.name.clone(),
+        documents: dataset.docs.len(),
+        queries: dataset.queries.len(),
+        metrics: metrics.iter().map(ToString::to_string).collect(),
+        strategies: results,
+    })
+}
+
+fn sanitize(key: &str) -> String {
+    key.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+fn index(
+    dataset: &Dataset,
+    chunker: &ChunkerSpec,
+    dir: &Path,
+    progress: Progress<'_>,
+) -> Result<Engine<SqliteStore>, ckeep_engine::Error> {
+    let mut engine = Engine::new(SqliteStore::open_or_create(dir)?);
+    let mut ingest = engine.ingest(chunker)?;
+    let total = dataset.docs.len() as u64;
+    for (i, d) in dataset.docs.iter().enumerate() {
+        ingest.add(d.clone())?;
+        progress(&format!("indexing {chunker}"), i as u64 + 1, total);
+    }
+    ingest.finish()?;
+    Ok(engine)
+}

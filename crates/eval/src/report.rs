@@ -1,0 +1,67 @@
+//! Comparison tables and report files.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::Error;
+use crate::experiment::Comparison;
+
+/// Values below this p-value are marked significant in tables.
+const ALPHA: f64 = 0.05;
+
+/// The comparison as a Markdown table: one row per strategy, one column per metric, the best
+/// value of each column in bold, and for every strategy after the first the paired randomisation
+/// p-value against the first (`†` when below 0.05).
+pub fn markdown_table(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| strategy | {} |", c.metrics.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(c.metrics.len()));
+    let best: Vec<f64> = (0..c.metrics.len())
+        .map(|m| {
+            c.strategies.iter().map(|s| s.evaluation.means[m]).fold(f64::NEG_INFINITY, f64::max)
+        })
+        .collect();
+    for s in &c.strategies {
+        let cells: Vec<String> = (0..c.metrics.len())
+            .map(|m| {
+                let v = s.evaluation.means[m];
+                let mut cell = if (v - best[m]).abs() < 1e-12 {
+                    format!("**{v:.4}**")
+                } else {
+                    format!("{v:.4}")
+                };
+                if let Some(p) = s.p_values[m] {
+                    let _ = write!(cell, " (p={p:.3}{})", if p < ALPHA { "†" } else { "" });
+                }
+                cell
+            })
+            .collect();
+        let _ = writeln!(out, "| `{}` | {} |", s.strategy, cells.join(" | "));
+    }
+    out
+}
+
+/// Writes `table.md`, `results.json` (means, p-values, per-query values) and one TREC run file
+/// per strategy into `dir`.
+pub fn write(dir: &Path, c: &Comparison) -> Result<(), Error> {
+    let io = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| Error::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut md = format!(
+        "# {} — {} documents, {} queries\n\nBest value per column in bold; p: paired randomisation test against the first strategy (10,000 permutations), † below 0.05.\n\n",
+        c.dataset, c.documents, c.queries
+    );
+    md.push_str(&markdown_table(c));
+    let table = dir.join("table.md");
+    std::fs::write(&table, md).map_err(io(&table))?;
+    let json = dir.join("results.json");
+    let text = serde_json::to_string_pretty(c).map_err(|e| io(&json)(std::io::Error::other(e)))?;
+    std::fs::write(&json, text).map_err(io(&json))?;
+    for (i, s) in c.strategies.iter().enumerate() {
+        let path = dir.join(format!("run-{}.trec", i + 1));
+        std::fs::write(&path, s.run.to_trec(&format!("ckeep-{}", i + 1))).map_err(io(&path))?;
+    }
+    Ok(())
+}
