@@ -64,9 +64,12 @@ type JsonObject = serde_json::Map<String, Value>;
 /// `(line number, message)` of a malformed line.
 type Problem = (usize, String);
 
+/// The objects of a JSONL file with their line numbers, and its malformed lines.
+type JsonLines = (Vec<(usize, JsonObject)>, Vec<Problem>);
+
 /// Objects of a JSONL file and the lines that are not objects, for the caller to report with
 /// its own problems.
-fn jsonl(path: &Path) -> Result<(Vec<(usize, JsonObject)>, Vec<Problem>), Error> {
+fn jsonl(path: &Path) -> Result<JsonLines, Error> {
     let text = read(path)?;
     let mut out = Vec::new();
     let mut problems = Vec::new();
