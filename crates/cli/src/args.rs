@@ -87,8 +87,8 @@ pub enum EvalCommand {
     /// Index a dataset once per chunker, run every strategy, and compare them in one table.
     ///
     /// Datasets: a BEIR directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv), a directory
-    /// with docs.jsonl + queries.jsonl (long documents), or those two files named with --docs
-    /// and --queries. Each strategy after the first gets a paired randomisation test against
+    /// with docs.jsonl + queries.jsonl (long documents), those two files named with --docs and
+    /// --queries, or a fastbook-benchmark directory (--split chN for one chapter). Each strategy after the first gets a paired randomisation test against
     /// the first (10,000 permutations).
     #[command(after_help = eval_help())]
     Run(EvalRunArgs),
@@ -118,7 +118,7 @@ pub struct EvalRunArgs {
     /// A dataset directory (BEIR layout, or docs.jsonl + queries.jsonl).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["docs", "queries"])]
     pub dataset: Option<PathBuf>,
-    /// The qrels split of a BEIR dataset.
+    /// The qrels split of a BEIR dataset (`chN` or `all` for fastbook-benchmark).
     #[arg(long, default_value = "test")]
     pub split: String,
     /// Long-document layout: the documents file.

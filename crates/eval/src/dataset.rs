@@ -6,6 +6,9 @@
 //!   `question`, `doc_id`, optional `pid`, `answers` as strings or `{text, start, end}` objects);
 //!   the qrels are document-level (`doc_id` relevant with grade 1) and the answers are kept for
 //!   answer containment.
+//! - fastbook-benchmark: `fastbook-benchmark.json` with `data/NN_*.ipynb` notebooks (or
+//!   `data/chapter_N.txt` where there is no notebook); each chapter is one document, and every
+//!   question's gold passages are its answers. Split `chN` keeps chapter N; `all`/`test` keeps all.
 //!
 //! Every reader lists malformed lines by number; nothing is dropped silently.
 
@@ -202,11 +205,85 @@ pub fn load_longdoc(docs_path: &Path, queries_path: &Path) -> Result<Dataset, Er
     Ok(Dataset { name, docs, queries, qrels })
 }
 
-/// Finds a dataset's layout in a directory: BEIR if it has `corpus.jsonl`, else long-document
-/// files `docs.jsonl` + `queries.jsonl`.
+/// Loads the fastbook-benchmark layout (see the module docs).
+pub fn load_fastbook(dir: &Path, split: &str) -> Result<Dataset, Error> {
+    let path = dir.join("fastbook-benchmark.json");
+    let bad = |msg: String| Error::Malformed {
+        origin: path.display().to_string(),
+        problems: vec![(0, msg)],
+    };
+    let chapter_filter: Option<u64> = match split {
+        "all" | "test" => None,
+        s => Some(
+            s.strip_prefix("ch")
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| bad(format!("unknown split `{s}`: expected chN, all or test")))?,
+        ),
+    };
+    let json: Value =
+        serde_json::from_str(&read(&path)?).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+    let items = json
+        .get("questions")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("no `questions` array".into()))?;
+    let mut qrels = Qrels::default();
+    let mut queries = Vec::new();
+    let mut chapters = std::collections::BTreeSet::new();
+    for (i, q) in items.iter().enumerate() {
+        let (Some(chapter), Some(number), Some(text)) =
+            (q["chapter"].as_u64(), q["question_number"].as_u64(), q["question_text"].as_str())
+        else {
+            return Err(bad(format!(
+                "question {i} needs chapter, question_number and question_text"
+            )));
+        };
+        if chapter_filter.is_some_and(|c| c != chapter) {
+            continue;
+        }
+        let answers: Vec<String> = q["answer_context"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|a| a["context"].as_array().into_iter().flatten())
+            .filter_map(|p| p.as_str().map(str::to_string))
+            .collect();
+        let id = format!("ch{chapter}-q{number:02}");
+        qrels.0.entry(id.clone()).or_default().insert(format!("chapter_{chapter}"), 1);
+        queries.push(Query { id, text: text.to_string(), answers });
+        chapters.insert(chapter);
+    }
+    let mut docs = Vec::new();
+    for c in chapters {
+        let notebook = std::fs::read_dir(dir.join("data"))
+            .map_err(|source| Error::Io { path: dir.join("data").display().to_string(), source })?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| {
+                p.extension().is_some_and(|e| e == "ipynb")
+                    && p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{c:02}_")))
+            });
+        let source = match notebook {
+            Some(nb) => Source::File(nb, Format::Notebook),
+            None => Source::File(dir.join(format!("data/chapter_{c}.txt")), Format::Plain),
+        };
+        let mut loaded = Loader::default().load(&source).map_err(|e| bad(e.to_string()))?.documents;
+        let mut doc = loaded.pop().ok_or_else(|| bad(format!("chapter {c} has no text")))?;
+        doc.id = format!("chapter_{c}");
+        docs.push(doc);
+    }
+    queries.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(Dataset { name: format!("fastbook-benchmark/{split}"), docs, queries, qrels })
+}
+
+/// Finds a dataset's layout in a directory: BEIR if it has `corpus.jsonl`, fastbook-benchmark if
+/// it has `fastbook-benchmark.json`, else long-document files `docs.jsonl` + `queries.jsonl`.
 pub fn load_dir(dir: &Path, split: &str) -> Result<Dataset, Error> {
     if dir.join("corpus.jsonl").is_file() {
         return load_beir(dir, split);
+    }
+    if dir.join("fastbook-benchmark.json").is_file() {
+        return load_fastbook(dir, split);
     }
     let (docs, queries): (PathBuf, PathBuf) = (dir.join("docs.jsonl"), dir.join("queries.jsonl"));
     if docs.is_file() && queries.is_file() {

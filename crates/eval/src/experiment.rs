@@ -63,7 +63,11 @@ pub fn run(
     let depth = metrics
         .iter()
         .filter_map(|m| match m {
-            Metric::Ndcg(k) | Metric::Recall(k) | Metric::Precision(k) | Metric::Hit(k) => Some(*k),
+            Metric::Ndcg(k)
+            | Metric::Recall(k)
+            | Metric::Precision(k)
+            | Metric::Hit(k)
+            | Metric::Contain(k) => Some(*k),
             Metric::Mrr(k) | Metric::Map(k) => *k,
         })
         .max()
@@ -87,22 +91,26 @@ pub fn run(
         strategy.k = depth;
         let started = std::time::Instant::now();
         let mut run = Run::new();
+        let mut contexts: Vec<Vec<String>> = Vec::with_capacity(dataset.queries.len());
         let total = dataset.queries.len() as u64;
         for (i, q) in dataset.queries.iter().enumerate() {
             let req =
                 SearchRequest { query: q.text.clone(), strategy: strategy.clone(), explain: false };
-            let docs = match engine.search(&req) {
-                Ok(res) => {
-                    res.results.into_iter().map(|r| (r.doc_id, f64::from(r.score))).collect()
-                }
+            let results = match engine.search(&req) {
+                Ok(res) => res.results,
                 // A query with no indexable terms retrieves nothing; it still counts.
                 Err(ckeep_engine::Error::Invalid(_)) => Vec::new(),
                 Err(e) => return Err(e),
             };
-            run.insert(q.id.clone(), docs);
+            run.insert(
+                q.id.clone(),
+                results.iter().map(|r| (r.doc_id.clone(), f64::from(r.score))),
+            );
+            contexts.push(results.into_iter().map(|r| r.text).collect());
             progress(&format!("querying {s}"), i as u64 + 1, total);
         }
-        let evaluation = evaluate(&dataset.qrels, &run, metrics);
+        let mut evaluation = evaluate(&dataset.qrels, &run, metrics);
+        fill_containment(&mut evaluation, metrics, dataset, &contexts);
         let p_values = match results.first() {
             None => vec![None; metrics.len()],
             Some(base) => (0..metrics.len())
@@ -128,6 +136,28 @@ pub fn run(
         metrics: metrics.iter().map(ToString::to_string).collect(),
         strategies: results,
     })
+}
+
+/// Replaces the NaN placeholders of text metrics with answer containment per query.
+fn fill_containment(
+    evaluation: &mut crate::Evaluation,
+    metrics: &[Metric],
+    dataset: &Dataset,
+    contexts: &[Vec<String>],
+) {
+    for (m, metric) in metrics.iter().enumerate() {
+        let Metric::Contain(k) = *metric else { continue };
+        for (qi, qid) in evaluation.queries.iter().enumerate() {
+            let i = dataset
+                .queries
+                .binary_search_by(|q| q.id.as_str().cmp(qid))
+                .expect("every scored query was run");
+            evaluation.per_query[qi][m] =
+                Metric::containment(k, &contexts[i], &dataset.queries[i].answers);
+        }
+        let n = evaluation.per_query.len().max(1) as f64;
+        evaluation.means[m] = evaluation.per_query.iter().map(|v| v[m]).sum::<f64>() / n;
+    }
 }
 
 fn sanitize(key: &str) -> String {

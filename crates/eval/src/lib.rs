@@ -49,6 +49,8 @@ pub enum Error {
         problems: Vec<(usize, String)>,
     },
     /// A metric name could not be parsed.
-    #[error("unknown metric `{0}`; expected ndcg@K, mrr[@K], map[@K], recall@K, p@K or hit@K")]
+    #[error(
+        "unknown metric `{0}`; expected ndcg@K, mrr[@K], map[@K], recall@K, p@K, hit@K or contain@K"
+    )]
     Metric(String),
 }

@@ -9,6 +9,10 @@
 //! - `recall@k`: relevant in the top k ÷ relevant; `p@k`: relevant in the top k ÷ k (even when
 //!   fewer than k were retrieved); `hit@k`: 1 if any relevant document is in the top k.
 //!
+//! - `contain@k` (answer containment, for RAG context): 1 if one of the query's gold answers
+//!   or gold passages occurs in the text of one of the top k results, compared lower-cased with
+//!   runs of whitespace collapsed. It needs the retrieved text, so only `ckeep eval run` has it.
+//!
 //! Queries are scored when they are in both the run and the qrels (a judged query the run
 //! skipped is reported separately, not silently averaged in); a judged query without any
 //! relevant document scores 0 on every metric, as in `trec_eval`.
@@ -35,6 +39,8 @@ pub enum Metric {
     Precision(usize),
     /// Hit rate (success) at k.
     Hit(usize),
+    /// Answer containment at k (needs the retrieved text, see [`Metric::needs_text`]).
+    Contain(usize),
 }
 
 impl Metric {
@@ -45,9 +51,27 @@ mrr[@K]   1/rank of the first relevant result (0 if none in the top K)
 map[@K]   mean of precision at each relevant result's rank, over all relevant documents
 recall@K  share of the relevant documents found in the top K
 p@K       share of the top K that is relevant (precision; also precision@K)
-hit@K     1 if any relevant document is in the top K (hit rate, success; also hit_rate@K)";
+hit@K     1 if any relevant document is in the top K (hit rate, success; also hit_rate@K)
+contain@K 1 if a gold answer or passage occurs in the text of one of the top K results (eval run)";
 
-    /// The value for one query: `ranked` documents best first, judgements `judged`.
+    /// Whether the metric is computed from retrieved text rather than from qrels.
+    pub fn needs_text(self) -> bool {
+        matches!(self, Metric::Contain(_))
+    }
+
+    /// Answer containment of one query: `contexts` are the result texts, best first.
+    pub fn containment(k: usize, contexts: &[String], answers: &[String]) -> f64 {
+        let answers: Vec<String> =
+            answers.iter().map(|a| normalize(a)).filter(|a| !a.is_empty()).collect();
+        let found = contexts.iter().take(k).any(|c| {
+            let c = normalize(c);
+            answers.iter().any(|a| c.contains(a.as_str()))
+        });
+        f64::from(u8::from(found))
+    }
+
+    /// The value for one query: `ranked` documents best first, judgements `judged`. Metrics
+    /// that need retrieved text ([`Metric::needs_text`]) give NaN here.
     pub fn score(
         self,
         ranked: &[(String, f64)],
@@ -97,8 +121,14 @@ hit@K     1 if any relevant document is in the top K (hit rate, success; also hi
             }
             Metric::Precision(k) => rel_in(top(k)) as f64 / k as f64,
             Metric::Hit(k) => f64::from(u8::from(rel_in(top(k)) > 0)),
+            Metric::Contain(_) => f64::NAN,
         }
     }
+}
+
+/// Lower-cased, whitespace runs collapsed to one space, trimmed.
+fn normalize(s: &str) -> String {
+    s.split_whitespace().map(str::to_lowercase).collect::<Vec<_>>().join(" ")
 }
 
 fn gain(grade: i32) -> f64 {
@@ -119,6 +149,7 @@ impl fmt::Display for Metric {
             Metric::Recall(k) => write!(f, "recall@{k}"),
             Metric::Precision(k) => write!(f, "p@{k}"),
             Metric::Hit(k) => write!(f, "hit@{k}"),
+            Metric::Contain(k) => write!(f, "contain@{k}"),
         }
     }
 }
@@ -143,6 +174,7 @@ impl FromStr for Metric {
             "recall" => Metric::Recall(need(k)?),
             "p" | "precision" => Metric::Precision(need(k)?),
             "hit" | "hit_rate" | "success" => Metric::Hit(need(k)?),
+            "contain" | "containment" => Metric::Contain(need(k)?),
             _ => return Err(bad()),
         })
     }
@@ -197,7 +229,17 @@ mod tests {
 
     #[test]
     fn names_parse_and_print() {
-        for s in ["ndcg@10", "mrr", "mrr@10", "map", "map@100", "recall@100", "p@5", "hit@3"] {
+        for s in [
+            "ndcg@10",
+            "mrr",
+            "mrr@10",
+            "map",
+            "map@100",
+            "recall@100",
+            "p@5",
+            "hit@3",
+            "contain@5",
+        ] {
             assert_eq!(s.parse::<Metric>().unwrap().to_string(), s);
         }
         assert_eq!("Precision@5".parse::<Metric>().unwrap(), Metric::Precision(5));
@@ -205,6 +247,18 @@ mod tests {
         for bad in ["ndcg", "ndcg@0", "recall@x", "f1@3"] {
             assert!(bad.parse::<Metric>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn containment_ignores_case_and_whitespace_and_respects_k() {
+        let contexts = ["First chunk.".to_string(), "The answer is\n  Forty   Two.".to_string()];
+        let answers = ["forty two".to_string()];
+        assert!((Metric::containment(2, &contexts, &answers) - 1.0).abs() < f64::EPSILON);
+        assert!(Metric::containment(1, &contexts, &answers).abs() < f64::EPSILON);
+        assert!(
+            Metric::containment(2, &contexts, &[" ".to_string()]).abs() < f64::EPSILON,
+            "blank answers never match"
+        );
     }
 
     #[test]

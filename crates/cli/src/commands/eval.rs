@@ -18,6 +18,9 @@ pub fn run(cmd: &EvalCommand, out: &Output) -> anyhow::Result<ExitCode> {
 }
 
 fn metrics(args: &EvalMetricsArgs, out: &Output) -> anyhow::Result<ExitCode> {
+    if let Some(m) = args.metrics.iter().find(|m| m.needs_text()) {
+        bail!(crate::UsageError(format!("{m} needs the retrieved text; use `ckeep eval run`")));
+    }
     let qrels = Qrels::read(&args.qrels)?;
     let run = Run::read(&args.run)?;
     let eval = evaluate(&qrels, &run, &args.metrics);

@@ -172,3 +172,44 @@ fn long_document_layout_with_answer_objects() {
         "{err}"
     );
 }
+
+#[test]
+fn fastbook_chapter_one_answer_containment() {
+    let dir = tempfile::tempdir().unwrap();
+    let fastbook = data_dir().join("fastbook_benchmark");
+    let out = json(
+        &dir.path().join("unused"),
+        &[
+            "eval",
+            "run",
+            "--dataset",
+            fastbook.to_str().unwrap(),
+            "--split",
+            "ch1",
+            "--strategy",
+            "chunker=paragraphs",
+            "--strategy",
+            "chunker=paragraphs:3",
+            "--metrics",
+            "contain@1,contain@3,contain@5",
+        ],
+    );
+    assert_eq!(out["queries"], 30);
+    assert_eq!(out["documents"], 1);
+    for s in out["strategies"].as_array().unwrap() {
+        let m = &s["means"];
+        let (c1, c3, c5) = (
+            m["contain@1"].as_f64().unwrap(),
+            m["contain@3"].as_f64().unwrap(),
+            m["contain@5"].as_f64().unwrap(),
+        );
+        assert!(c1 <= c3 && c3 <= c5, "containment grows with k: {c1} {c3} {c5}");
+        assert!(c5 >= 0.5, "BM25 finds a gold passage in the top 5 for most questions: {c5}");
+    }
+    let (code, err) = fails(
+        &dir.path().join("unused"),
+        &["eval", "metrics", "--qrels", "x", "--run", "y", "--metrics", "contain@3"],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("needs the retrieved text"), "{err}");
+}
