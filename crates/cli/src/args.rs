@@ -133,7 +133,8 @@ pub struct EvalRunArgs {
     /// Comma-separated metrics.
     #[arg(long, value_name = "LIST", default_value = DEFAULT_METRICS, value_parser = crate::commands::eval::parse_metrics)]
     pub metrics: std::vec::Vec<ckeep_eval::Metric>,
-    /// Write table.md, results.json and one TREC run per strategy here.
+    /// Write table.md, results.json, one TREC run per strategy, and plots (metrics.svg,
+    /// recall.svg) here.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
     /// Keep the evaluation indexes here (default: a temporary directory, removed afterwards).

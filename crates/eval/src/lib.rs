@@ -20,6 +20,7 @@
 pub mod dataset;
 pub mod experiment;
 mod metrics;
+pub mod plots;
 pub mod report;
 mod significance;
 mod trec;

@@ -41,9 +41,9 @@ pub fn markdown_table(c: &Comparison) -> String {
     out
 }
 
-/// Writes `table.md`, `results.json` (means, p-values, per-query values) and one TREC run file
-/// per strategy into `dir`.
-pub fn write(dir: &Path, c: &Comparison) -> Result<(), Error> {
+/// Writes `table.md`, `results.json` (means, p-values, per-query values), one TREC run file per
+/// strategy, and the plots `metrics.svg` and `recall.svg` into `dir`.
+pub fn write(dir: &Path, c: &Comparison, qrels: &crate::Qrels) -> Result<(), Error> {
     let io = |path: &Path| {
         let path = path.display().to_string();
         move |source| Error::Io { path, source }
@@ -59,6 +59,17 @@ pub fn write(dir: &Path, c: &Comparison) -> Result<(), Error> {
     let json = dir.join("results.json");
     let text = serde_json::to_string_pretty(c).map_err(|e| io(&json)(std::io::Error::other(e)))?;
     std::fs::write(&json, text).map_err(io(&json))?;
+    let plot_error = |path: &Path| {
+        let path = path.display().to_string();
+        move |e: Box<dyn std::error::Error>| Error::Io {
+            path,
+            source: std::io::Error::other(e.to_string()),
+        }
+    };
+    let metrics_svg = dir.join("metrics.svg");
+    crate::plots::metrics_by_strategy(&metrics_svg, c).map_err(plot_error(&metrics_svg))?;
+    let recall_svg = dir.join("recall.svg");
+    crate::plots::recall_curves(&recall_svg, c, qrels).map_err(plot_error(&recall_svg))?;
     for (i, s) in c.strategies.iter().enumerate() {
         let path = dir.join(format!("run-{}.trec", i + 1));
         std::fs::write(&path, s.run.to_trec(&format!("ckeep-{}", i + 1))).map_err(io(&path))?;

@@ -104,7 +104,7 @@ fn run_strategies(args: &EvalRunArgs, out: &Output) -> anyhow::Result<ExitCode> 
     let comparison = experiment::run(&data, &args.strategies, &args.metrics, work, &mut progress)?;
     bar.finish_and_clear();
     if let Some(dir) = &args.report {
-        report::write(dir, &comparison)
+        report::write(dir, &comparison, &data.qrels)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
         out.note(format!("report written to {}", dir.display()));
     }

@@ -99,7 +99,7 @@ fn bm25_on_scifact_reaches_the_published_range() {
     assert!(first["p_values"]["ndcg@10"].is_null(), "the baseline has no p-value");
     let p = out["strategies"][1]["p_values"]["ndcg@10"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&p));
-    for f in ["table.md", "results.json", "run-1.trec", "run-2.trec"] {
+    for f in ["table.md", "results.json", "run-1.trec", "run-2.trec", "metrics.svg", "recall.svg"] {
         assert!(report.join(f).is_file(), "{f} missing");
     }
     // The written run scores the same through `eval metrics`.
