@@ -33,7 +33,7 @@ fn metrics(args: &EvalMetricsArgs, out: &Output) -> anyhow::Result<ExitCode> {
     if out.json {
         let mut v = serde_json::json!({
             "queries": eval.queries.len(),
-            "means": eval.metrics.iter().zip(&eval.means).map(|(m, v)| (m.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+            "means": by_metric(&eval.metrics, &eval.means),
             "missing_from_run": eval.missing_from_run,
         });
         if args.per_query {
@@ -59,15 +59,17 @@ fn per_query_json(eval: &ckeep_eval::Evaluation) -> serde_json::Value {
     eval.queries
         .iter()
         .zip(&eval.per_query)
-        .map(|(q, vals)| {
-            let m: serde_json::Map<String, serde_json::Value> = eval
-                .metrics
-                .iter()
-                .zip(vals)
-                .map(|(n, v)| (n.clone(), serde_json::json!(v)))
-                .collect();
-            (q.clone(), serde_json::Value::Object(m))
-        })
+        .map(|(q, vals)| (q.clone(), by_metric(&eval.metrics, vals)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// `{"metric": value, …}` for values given in the order of `metrics`.
+fn by_metric<T: serde::Serialize>(metrics: &[String], values: &[T]) -> serde_json::Value {
+    metrics
+        .iter()
+        .zip(values)
+        .map(|(m, v)| (m.clone(), serde_json::json!(v)))
         .collect::<serde_json::Map<_, _>>()
         .into()
 }
@@ -120,8 +122,8 @@ fn print_comparison(c: &Comparison, out: &Output) -> anyhow::Result<()> {
             .map(|s| {
                 serde_json::json!({
                     "strategy": s.strategy,
-                    "means": c.metrics.iter().zip(&s.evaluation.means).map(|(m, v)| (m.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
-                    "p_values": c.metrics.iter().zip(&s.p_values).map(|(m, p)| (m.clone(), serde_json::json!(p))).collect::<serde_json::Map<_, _>>(),
+                    "means": by_metric(&c.metrics, &s.evaluation.means),
+                    "p_values": by_metric(&c.metrics, &s.p_values),
                     "query_seconds": s.query_seconds,
                 })
             })
