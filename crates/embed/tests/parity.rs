@@ -1,0 +1,92 @@
+//! Parity with sentence-transformers: the vectors of `../shared/models/reference_embeddings.json`
+//! (all-MiniLM-L6-v2: mean pooling, L2-normalised, `max_seq_length` 256), also in batches that mix
+//! lengths and for an input longer than 256 tokens.
+//!
+//! The model directory comes from `CKEEP_MODELS` (default `~/.cache/ckeep/models`), filled by
+//! `scripts/fetch_models.sh`.
+
+use std::path::PathBuf;
+
+use ckeep_embed::SentenceTransformer;
+
+fn models_dir() -> PathBuf {
+    std::env::var_os("CKEEP_MODELS").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ckeep/models"),
+        PathBuf::from,
+    )
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+#[test]
+fn minilm_matches_sentence_transformers() {
+    let model = SentenceTransformer::load(&models_dir().join("all-MiniLM-L6-v2"))
+        .expect("run scripts/fetch_models.sh");
+    assert_eq!((model.dim(), model.max_seq_length()), (384, 256));
+    let reference: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/models/reference_embeddings.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let texts: Vec<&str> =
+        reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let key = reference
+        .as_object()
+        .unwrap()
+        .keys()
+        .find(|k| k.starts_with("all-MiniLM-L6-v2"))
+        .unwrap()
+        .clone();
+    let want: Vec<Vec<f32>> = serde_json::from_value(reference[&key].clone()).unwrap();
+    // One batch mixing all lengths, and each text alone: both must match.
+    let (together, _) = model.embed(&texts).unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        let (alone, _) = model.embed(&[t]).unwrap();
+        let c1 = cosine(&together[i], &want[i]);
+        let c2 = cosine(&alone[0], &want[i]);
+        assert!(c1 >= 0.99999 && c2 >= 0.99999, "{t:?}: batch {c1}, alone {c2}");
+        let norm: f32 = together[i].iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4);
+    }
+}
+
+#[test]
+fn long_inputs_are_truncated_at_256_tokens_and_counted() {
+    let dir = models_dir().join("all-MiniLM-L6-v2");
+    let model = SentenceTransformer::load(&dir).expect("run scripts/fetch_models.sh");
+    // 400 distinct whole-word tokens from the model's vocabulary: one token each.
+    let vocab = std::fs::read_to_string(dir.join("vocab.txt")).unwrap();
+    let words: Vec<&str> = vocab
+        .lines()
+        .skip(3000)
+        .filter(|w| w.chars().all(|c| c.is_ascii_lowercase()) && w.len() > 3)
+        .take(400)
+        .collect();
+    let (long, first254, first126) =
+        (words.join(" "), words[..254].join(" "), words[..126].join(" "));
+    let (v, stats) = model.embed(&[long.as_str(), first254.as_str(), first126.as_str()]).unwrap();
+    assert_eq!(stats.truncated, 1, "only the 400-word input is over the limit");
+    // [CLS] + 254 words + [SEP] = 256 tokens: exactly what the long input is cut to.
+    assert!(cosine(&v[0], &v[1]) > 0.99999, "cut at 256 tokens: {}", cosine(&v[0], &v[1]));
+    assert!(cosine(&v[0], &v[2]) < 0.999, "not at tokenizer.json's 128: {}", cosine(&v[0], &v[2]));
+}
+
+#[test]
+fn missing_files_are_named() {
+    let dir = std::env::temp_dir().join(format!("ckeep-empty-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let err = SentenceTransformer::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("config.json") && err.contains("missing"), "{err}");
+    std::fs::write(dir.join("config.json"), r#"{"model_type": "mpnet"}"#).unwrap();
+    let err = SentenceTransformer::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("unsupported model") && err.contains("mpnet"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
