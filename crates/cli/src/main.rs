@@ -60,21 +60,32 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// as usage errors; failures while loading or storing are runtime errors.
 fn is_user_input_error(err: &anyhow::Error) -> bool {
     use ckeep_engine::Error as E;
-    matches!(
+    let engine = matches!(
         err.downcast_ref::<E>(),
-        Some(E::Strategy { .. } | E::Invalid(_) | E::ChunkerMismatch { .. })
-    )
+        Some(
+            E::Strategy { .. }
+                | E::Invalid(_)
+                | E::ChunkerMismatch { .. }
+                | E::ModelMismatch { .. }
+                | E::ModelRequired(_)
+                | E::Embed(ckeep_embed::Error::NotFound(_))
+        )
+    );
+    engine
+        || matches!(err.downcast_ref::<ckeep_embed::Error>(), Some(ckeep_embed::Error::NotFound(_)))
 }
 
 fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
     let store = cli.global.store.as_path();
     match &cli.command {
-        Command::Add(a) => commands::add::run(store, a, out),
-        Command::Search(a) => commands::search::run(store, a, out),
+        Command::Add(a) => commands::add::run(store, a, cli.global.no_cache, out),
+        Command::Search(a) => commands::search::run(store, a, cli.global.no_cache, out),
         Command::Show(a) => commands::show::run(store, a, out),
         Command::Stats => commands::admin::stats(store, out),
         Command::Rm(a) => commands::admin::rm(store, a, out),
         Command::Check => commands::admin::check(store, out),
-        Command::Eval(e) => commands::eval::run(&e.command, out),
+        Command::Eval(e) => commands::eval::run(&e.command, cli.global.no_cache, out),
+        Command::Embed(a) => commands::embed::run(a, cli.global.no_cache, out),
+        Command::Model(m) => commands::model::run(&m.command, out),
     }
 }

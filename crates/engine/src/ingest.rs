@@ -5,16 +5,19 @@
 //! recognised by content hash and skipped).
 
 use ckeep_core::Document;
+use ckeep_embed::InputKind;
 use ckeep_index::Analyzer;
-use ckeep_store::{DocumentWrite, LexicalEntry, StoreWrite};
+use ckeep_store::{DocumentWrite, LexicalEntry, StoreWrite, VectorEntry};
 use ckeep_text::{ChunkerSpec, WordCounter};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::{Engine, Error, PLAIN_FIELD, Result};
+use crate::{Engine, Error, PLAIN_FIELD, PLAIN_REPR, Result};
 
 /// A batch is written when it holds this many documents…
 const BATCH_DOCS: usize = 2048;
+/// …or, when chunks are embedded (seconds per batch rather than milliseconds), this many.
+const BATCH_DOCS_EMBEDDING: usize = 128;
 /// …or this many bytes of text.
 const BATCH_BYTES: usize = 32 << 20;
 
@@ -33,6 +36,12 @@ pub struct IngestReport {
     pub chunks: u64,
     /// Bytes of text written.
     pub bytes: u64,
+    /// Chunk vectors written (0 without a model).
+    pub vectors: u64,
+    /// Of those, how many came from the embedding cache instead of the model.
+    pub cached_vectors: u64,
+    /// Chunks longer than the model's input limit, embedded from their beginning only.
+    pub truncated: u64,
 }
 
 /// An ingest in progress; call [`Ingest::finish`] to write the last batch.
@@ -63,7 +72,32 @@ impl<S: StoreWrite> Engine<S> {
                 ours: Analyzer::NAME.to_string(),
             });
         }
-        if manifest.chunker.is_none() || manifest.analyzer.is_none() {
+        let mut changed = manifest.chunker.is_none() || manifest.analyzer.is_none();
+        match (&self.embedder, &manifest.model) {
+            (Some(e), Some(_)) => crate::dense::check_model(&manifest, e.as_ref())?,
+            (Some(e), None) => {
+                if !self.store.document_ids()?.is_empty() {
+                    return Err(Error::ModelRequired(
+                        "the store already holds documents indexed without a model; use a new --store for --model".into(),
+                    ));
+                }
+                let info = e.info();
+                manifest.model = Some(info.name.clone());
+                manifest.model_fingerprint = Some(info.fingerprint.clone());
+                manifest.model_source = Some(info.source.clone());
+                if !manifest.representations.iter().any(|r| r == PLAIN_REPR) {
+                    manifest.representations.push(PLAIN_REPR.to_string());
+                }
+                changed = true;
+            }
+            (None, Some(m)) => {
+                return Err(Error::ModelRequired(format!(
+                    "the store embeds its chunks with `{m}`; pass --model {m}"
+                )));
+            }
+            (None, None) => {}
+        }
+        if changed {
             manifest.chunker = Some(requested);
             manifest.analyzer = Some(Analyzer::NAME.to_string());
             if manifest.created_by.is_empty() {
@@ -71,6 +105,7 @@ impl<S: StoreWrite> Engine<S> {
             }
             self.store.set_manifest(&manifest)?;
         }
+        self.forget_vectors();
         Ok(Ingest {
             engine: self,
             chunker: chunker.clone(),
@@ -102,7 +137,9 @@ impl<S: StoreWrite> Ingest<'_, S> {
         };
         self.pending_bytes += doc.text.len();
         self.pending.push((doc, replacing));
-        if self.pending.len() >= BATCH_DOCS || self.pending_bytes >= BATCH_BYTES {
+        let max_docs =
+            if self.engine.embedder.is_some() { BATCH_DOCS_EMBEDDING } else { BATCH_DOCS };
+        if self.pending.len() >= max_docs || self.pending_bytes >= BATCH_BYTES {
             self.flush()?;
         }
         Ok(())
@@ -122,11 +159,34 @@ impl<S: StoreWrite> Ingest<'_, S> {
         self.pending_bytes = 0;
         let analyzer = &self.engine.analyzer;
         let chunker = &self.chunker;
-        let writes: Vec<(DocumentWrite, bool)> = pending
+        let mut writes: Vec<(DocumentWrite, bool)> = pending
             .into_par_iter()
             .map(|(doc, replacing)| (prepare(doc, chunker, analyzer), replacing))
             .collect();
         let mut report = self.report.clone();
+        if let Some(embedder) = &self.engine.embedder {
+            let texts: Vec<&str> = writes
+                .iter()
+                .flat_map(|(w, _)| {
+                    w.chunks.iter().filter(|c| c.leaf).map(|c| c.span.slice(&w.document.text))
+                })
+                .collect();
+            let (vectors, stats) = embedder.embed(&texts, InputKind::Document)?;
+            report.vectors += vectors.len() as u64;
+            report.cached_vectors += stats.cached as u64;
+            report.truncated += stats.truncated as u64;
+            let mut vectors = vectors.into_iter();
+            for (w, _) in &mut writes {
+                for c in w.chunks.iter().filter(|c| c.leaf) {
+                    let vector = vectors.next().unwrap_or_default();
+                    w.vectors.push(VectorEntry {
+                        repr: PLAIN_REPR.into(),
+                        ordinal: c.ordinal,
+                        vector,
+                    });
+                }
+            }
+        }
         for (w, replacing) in &writes {
             if *replacing {
                 report.replaced += 1;
@@ -137,6 +197,7 @@ impl<S: StoreWrite> Ingest<'_, S> {
             report.bytes += w.document.text.len() as u64;
         }
         self.engine.store.write_batch(writes.into_iter().map(|(w, _)| w).collect())?;
+        self.engine.forget_vectors();
         self.report = report;
         Ok(())
     }

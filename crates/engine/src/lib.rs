@@ -20,11 +20,16 @@
 //! assert_eq!(res.results[0].text, "Dogs bark loudly.");
 //! ```
 
+mod dense;
 mod ingest;
 mod search;
 mod strategy;
 
+use std::sync::{Arc, RwLock};
+
+use ckeep_embed::Embedder;
 use ckeep_index::{Analyzer, Bm25};
+use ckeep_store::VectorMatrix;
 
 pub use ingest::{Ingest, IngestReport};
 pub use search::{SearchRequest, SearchResponse, SearchResult};
@@ -32,6 +37,9 @@ pub use strategy::{Level, MAX_K, Mode, Strategy};
 
 /// The lexical field that holds chunks' own text.
 pub const PLAIN_FIELD: &str = "plain";
+
+/// The representation that holds chunks' own embeddings.
+pub const PLAIN_REPR: &str = "plain";
 
 /// Engine failures. Variants say whether the user or the system is at fault.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +82,22 @@ pub enum Error {
     /// A request parameter is invalid (user error).
     #[error("{0}")]
     Invalid(String),
+    /// The store's vectors come from another model (user error).
+    #[error(
+        "the store's vectors were made with model `{stored}`, not `{requested}`; use --model {stored}, or another --store"
+    )]
+    ModelMismatch {
+        /// In the manifest.
+        stored: String,
+        /// Asked for.
+        requested: String,
+    },
+    /// The operation needs an embedding model and none was given (user error).
+    #[error("{0}")]
+    ModelRequired(String),
+    /// Embedding failed (see the embedding error for whose fault).
+    #[error(transparent)]
+    Embed(#[from] ckeep_embed::Error),
 }
 
 /// Engine results.
@@ -85,12 +109,35 @@ pub struct Engine<S> {
     store: S,
     analyzer: Analyzer,
     bm25: Bm25,
+    embedder: Option<Arc<dyn Embedder>>,
+    /// The store's plain vectors, normalised, loaded on the first dense query; dropped whenever
+    /// the store may change.
+    dense: RwLock<Option<Arc<VectorMatrix>>>,
 }
 
 impl<S> Engine<S> {
-    /// An engine over `store` with default BM25 parameters.
+    /// An engine over `store` with default BM25 parameters and no embedding model.
     pub fn new(store: S) -> Self {
-        Self { store, analyzer: Analyzer::default(), bm25: Bm25::default() }
+        Self {
+            store,
+            analyzer: Analyzer::default(),
+            bm25: Bm25::default(),
+            embedder: None,
+            dense: RwLock::new(None),
+        }
+    }
+
+    /// The same engine with an embedding model (wrap it in a
+    /// [`ckeep_embed::CachedEmbedder`] to skip texts embedded before).
+    #[must_use]
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// The embedding model, if any.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
     }
 
     /// The same engine with other BM25 parameters.
@@ -107,6 +154,11 @@ impl<S> Engine<S> {
 
     /// The store, for writing directly.
     pub fn store_mut(&mut self) -> &mut S {
+        self.forget_vectors();
         &mut self.store
+    }
+
+    fn forget_vectors(&mut self) {
+        *self.dense.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 }

@@ -6,7 +6,7 @@ use ckeep_index::{DocHit, TermExplanation, top_k};
 use ckeep_store::StoreRead;
 use serde::Serialize;
 
-use crate::{Engine, Error, Level, PLAIN_FIELD, Result, Strategy};
+use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Strategy};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 16 * 1024;
@@ -82,8 +82,12 @@ pub struct ResultChunk {
 pub struct Explanation {
     /// Scoring mode.
     pub mode: String,
-    /// The analysed query terms.
+    /// The analysed query terms (BM25).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub query_terms: Vec<String>,
+    /// The embedding model (dense).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// How the document score was formed from chunk scores (document level only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregation: Option<String>,
@@ -98,9 +102,14 @@ pub struct ChunkExplanation {
     pub chunk_id: ChunkId,
     /// Its span.
     pub span: Span,
-    /// Its BM25 score.
-    pub bm25: f32,
-    /// Per matching term.
+    /// Its BM25 score (BM25 mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bm25: Option<f32>,
+    /// Its cosine similarity to the query (dense mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense: Option<f32>,
+    /// Per matching term (BM25 mode).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub terms: Vec<TermExplanation>,
 }
 
@@ -123,10 +132,17 @@ impl<S: StoreRead> Engine<S> {
                 return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
             }
         }
-        let (terms, _) = self.analyzer.term_counts(&req.query);
-        let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
-        let (stats, postings) = self.store.postings(PLAIN_FIELD, &names)?;
-        let hits = self.bm25.score(&terms, &postings, stats);
+        let dense = strategy.mode == Mode::Dense;
+        let (terms, names, stats, postings, hits) = if dense {
+            let hits = self.dense_hits(&req.query)?;
+            (Vec::new(), Vec::new(), ckeep_core::LexicalStats::default(), Vec::new(), hits)
+        } else {
+            let (terms, _) = self.analyzer.term_counts(&req.query);
+            let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
+            let (stats, postings) = self.store.postings(PLAIN_FIELD, &names)?;
+            let hits = self.bm25.score(&terms, &postings, stats);
+            (terms, names, stats, postings, hits)
+        };
         let groups: Vec<DocHit> = match strategy.level {
             Level::Chunk => top_k(hits, strategy.k)
                 .into_iter()
@@ -137,14 +153,20 @@ impl<S: StoreRead> Engine<S> {
         let explain = |chunks: &[(ChunkHit, Span)]| Explanation {
             mode: strategy.mode.to_string(),
             query_terms: names.clone(),
+            model: self.embedder.as_ref().filter(|_| dense).map(|e| e.info().name.clone()),
             aggregation: (strategy.level == Level::Doc).then(|| strategy.agg.to_string()),
             chunks: chunks
                 .iter()
                 .map(|(h, span)| ChunkExplanation {
                     chunk_id: h.chunk,
                     span: *span,
-                    bm25: h.score,
-                    terms: self.bm25.explain(&terms, &postings, stats, h.chunk),
+                    bm25: (!dense).then_some(h.score),
+                    dense: dense.then_some(h.score),
+                    terms: if dense {
+                        Vec::new()
+                    } else {
+                        self.bm25.explain(&terms, &postings, stats, h.chunk)
+                    },
                 })
                 .collect(),
         };

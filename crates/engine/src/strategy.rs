@@ -13,8 +13,8 @@ use ckeep_text::ChunkerSpec;
 
 use crate::Error;
 
-/// Keys of the spec; `model`, `repr`, `summarizer` and `expand` are reserved for the embedding
-/// and context-expansion parts and refused with a clear message until they exist.
+/// Keys of the spec; `repr`, `summarizer` and `expand` are reserved for the representation and
+/// context-expansion parts and refused with a clear message until they exist.
 const KEYS: [&str; 9] =
     ["chunker", "model", "repr", "summarizer", "mode", "level", "agg", "expand", "k"];
 
@@ -24,6 +24,8 @@ pub enum Mode {
     /// Okapi BM25 over the chunks' analysed text.
     #[default]
     Bm25,
+    /// Cosine similarity of embeddings (exact scan).
+    Dense,
 }
 
 /// What a result is.
@@ -41,6 +43,9 @@ pub enum Level {
 pub struct Strategy {
     /// The chunker the index must have been built with (`None`: whatever the store has).
     pub chunker: Option<ChunkerSpec>,
+    /// The embedding model the index is built with (`None`: the store's, if any). Evaluation
+    /// builds one index per (chunker, model).
+    pub model: Option<String>,
     /// Scoring mode (default `bm25`).
     pub mode: Mode,
     /// Result level (default `chunk`).
@@ -56,7 +61,14 @@ pub const MAX_K: usize = 10_000;
 
 impl Default for Strategy {
     fn default() -> Self {
-        Self { chunker: None, mode: Mode::Bm25, level: Level::Chunk, agg: Aggregation::Max, k: 10 }
+        Self {
+            chunker: None,
+            model: None,
+            mode: Mode::Bm25,
+            level: Level::Chunk,
+            agg: Aggregation::Max,
+            k: 10,
+        }
     }
 }
 
@@ -64,7 +76,8 @@ impl Strategy {
     /// One line per key, for `--help`.
     pub const HELP: &'static str = "\
 chunker=SPEC   chunker the index must be built with (default: the store's)
-mode=bm25      scoring (default bm25)
+model=NAME     embedding model (a name, directory or URL; default: the store's)
+mode=bm25|dense  scoring: BM25, or cosine of embeddings (default bm25)
 level=chunk|doc  rank chunks, or documents from their chunks (default chunk)
 agg=max|mean:K|sum  chunk-to-document aggregation for level=doc (default max)
 k=N            number of results (default 10)";
@@ -85,6 +98,7 @@ impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Mode::Bm25 => f.write_str("bm25"),
+            Mode::Dense => f.write_str("dense"),
         }
     }
 }
@@ -94,10 +108,11 @@ impl FromStr for Mode {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "bm25" => Ok(Mode::Bm25),
-            "dense" | "hybrid" => Err(format!(
-                "mode `{s}` needs an embedding model, which this build does not have yet; use bm25"
-            )),
-            _ => Err(format!("unknown mode `{s}`; expected bm25")),
+            "dense" => Ok(Mode::Dense),
+            "hybrid" => {
+                Err("mode `hybrid` is not available in this build yet; use bm25 or dense".into())
+            }
+            _ => Err(format!("unknown mode `{s}`; expected bm25 or dense")),
         }
     }
 }
@@ -126,6 +141,9 @@ impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(c) = &self.chunker {
             write!(f, "chunker={c},")?;
+        }
+        if let Some(m) = &self.model {
+            write!(f, "model={m},")?;
         }
         write!(f, "mode={},level={}", self.mode, self.level)?;
         if self.level == Level::Doc {
@@ -172,6 +190,8 @@ impl FromStr for Strategy {
                         Some(value.parse().map_err(|e: ckeep_text::Error| err(e.to_string()))?);
                 }
                 "mode" => s.mode = value.parse().map_err(err)?,
+                "model" if value.is_empty() => return Err(err("model= needs a name".into())),
+                "model" => s.model = Some(value),
                 "level" => s.level = value.parse().map_err(err)?,
                 "agg" => {
                     s.agg = value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?;
@@ -222,7 +242,8 @@ mod tests {
     #[test]
     fn errors_say_what_is_wrong() {
         for (spec, needle) in [
-            ("mode=dense", "needs an embedding model"),
+            ("mode=hybrid", "not available in this build"),
+            ("mode=sparse", "expected bm25 or dense"),
             ("expand=window:2", "not available in this build"),
             ("k=0", "out of range"),
             ("k=ten", "whole number"),

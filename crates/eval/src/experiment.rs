@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
-use ckeep_engine::{Engine, SearchRequest, Strategy};
+use ckeep_embed::Embedder;
+use ckeep_engine::{Engine, Mode, SearchRequest, Strategy};
 use ckeep_store::SqliteStore;
 use ckeep_text::ChunkerSpec;
 use serde::Serialize;
@@ -52,14 +54,35 @@ pub struct Comparison {
 /// Progress reports: `(stage, done, total)`.
 pub type Progress<'a> = &'a mut dyn FnMut(&str, u64, u64);
 
-/// Runs `strategies` on `dataset`, building indexes in `work_dir` (one store per chunker).
+/// Opens a model named in a strategy (`model=…`).
+pub type ModelLoader<'a> =
+    &'a mut dyn FnMut(&str) -> Result<Arc<dyn Embedder>, ckeep_engine::Error>;
+
+/// The index a strategy runs on: its chunker and model.
+fn index_key(s: &Strategy) -> String {
+    let chunker = s.chunker.clone().unwrap_or_default();
+    match &s.model {
+        Some(m) => format!("{chunker} {m}"),
+        None => chunker.to_string(),
+    }
+}
+
+/// Runs `strategies` on `dataset`, building indexes in `work_dir` (one store per chunker and
+/// model; vectors come through the loader's model, so a cached one never embeds a text twice).
 pub fn run(
     dataset: &Dataset,
     strategies: &[Strategy],
     metrics: &[Metric],
     work_dir: &Path,
+    models: ModelLoader<'_>,
     progress: Progress<'_>,
 ) -> Result<Comparison, ckeep_engine::Error> {
+    if let Some(s) = strategies.iter().find(|s| s.mode == Mode::Dense && s.model.is_none()) {
+        return Err(ckeep_engine::Error::Strategy {
+            spec: s.to_string(),
+            message: "mode=dense needs a model: add model=NAME (or pass --model)".into(),
+        });
+    }
     let depth = metrics
         .iter()
         .filter_map(|m| match m {
@@ -75,18 +98,17 @@ pub fn run(
         .max(MIN_DEPTH);
     let mut engines: BTreeMap<String, Engine<SqliteStore>> = BTreeMap::new();
     for s in strategies {
-        let chunker = s.chunker.clone().unwrap_or_default();
-        let key = chunker.to_string();
-        if !engines.contains_key(&key) {
-            engines.insert(
-                key.clone(),
-                index(dataset, &chunker, &work_dir.join(sanitize(&key)), progress)?,
-            );
+        let key = index_key(s);
+        if let std::collections::btree_map::Entry::Vacant(slot) = engines.entry(key) {
+            let model = s.model.as_deref().map(&mut *models).transpose()?;
+            let chunker = s.chunker.clone().unwrap_or_default();
+            let dir = work_dir.join(sanitize(slot.key()));
+            slot.insert(index(dataset, &chunker, model, &dir, progress)?);
         }
     }
     let mut results: Vec<StrategyResult> = Vec::new();
     for s in strategies {
-        let engine = &engines[&s.chunker.clone().unwrap_or_default().to_string()];
+        let engine = &engines[&index_key(s)];
         let mut strategy = s.clone();
         strategy.k = depth;
         let started = std::time::Instant::now();
@@ -167,15 +189,23 @@ fn sanitize(key: &str) -> String {
 fn index(
     dataset: &Dataset,
     chunker: &ChunkerSpec,
+    model: Option<Arc<dyn Embedder>>,
     dir: &Path,
     progress: Progress<'_>,
 ) -> Result<Engine<SqliteStore>, ckeep_engine::Error> {
     let mut engine = Engine::new(SqliteStore::open_or_create(dir)?);
+    if let Some(m) = model {
+        engine = engine.with_embedder(m);
+    }
     let mut ingest = engine.ingest(chunker)?;
     let total = dataset.docs.len() as u64;
     for (i, d) in dataset.docs.iter().enumerate() {
         ingest.add(d.clone())?;
-        progress(&format!("indexing {chunker}"), i as u64 + 1, total);
+        progress(
+            &format!("indexing {}", dir.file_name().unwrap_or_default().to_string_lossy()),
+            i as u64 + 1,
+            total,
+        );
     }
     ingest.finish()?;
     Ok(engine)

@@ -187,9 +187,13 @@ pub fn vectors_and_summaries(store: &mut dyn StoreWrite) {
     w.summaries = vec![("lead:3".into(), "vectors".into())];
     store.write_batch(vec![w.clone()]).unwrap();
     let got = store.vectors("plain").unwrap();
-    assert_eq!(got.len(), 2);
-    assert_eq!(got[0].1, w.vectors[0].vector);
-    assert_eq!(got[1].1, w.vectors[1].vector);
+    assert_eq!((got.len(), got.dim), (2, 3));
+    assert_eq!(got.row(0), w.vectors[0].vector.as_slice());
+    assert_eq!(got.row(1), w.vectors[1].vector.as_slice());
+    let chunks = store.chunks_of("a").unwrap();
+    assert_eq!(got.ids, [chunks[1].id, chunks[2].id]);
+    assert_eq!(got.docs, [chunks[1].doc, chunks[1].doc]);
+    assert!(store.vectors("other").unwrap().is_empty());
     assert_eq!(store.summaries("a").unwrap(), w.summaries);
     let s = store.stats().unwrap();
     assert_eq!(s.representations[0].vectors, 2);

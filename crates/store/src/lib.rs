@@ -111,8 +111,8 @@ pub trait StoreRead {
         field: &str,
         terms: &[String],
     ) -> Result<(ckeep_core::LexicalStats, Vec<Vec<ckeep_core::Posting>>)>;
-    /// Vectors of a representation: `(chunk, vector)` in chunk order.
-    fn vectors(&self, repr: &str) -> Result<Vec<(ckeep_core::ChunkId, Vec<f32>)>>;
+    /// All vectors of a representation, in chunk order, as one matrix.
+    fn vectors(&self, repr: &str) -> Result<VectorMatrix>;
     /// A document's summaries `(summarizer, text)`.
     fn summaries(&self, id: &str) -> Result<Vec<(String, String)>>;
     /// Counts and sizes.

@@ -11,8 +11,15 @@ pub struct Manifest {
     pub schema_version: u32,
     /// Canonical chunker spec, once the first document is added.
     pub chunker: Option<String>,
-    /// Embedding model, once one is used.
+    /// Embedding model name, once one is used.
     pub model: Option<String>,
+    /// Fingerprint of that model (weights, tokenizer, pooling): vectors of two models with the
+    /// same fingerprint are interchangeable.
+    #[serde(default)]
+    pub model_fingerprint: Option<String>,
+    /// Where the model was loaded from (a directory or URL), to reopen it without `--model`.
+    #[serde(default)]
+    pub model_source: Option<String>,
     /// The lexical analyzer's name.
     pub analyzer: Option<String>,
     /// Representations held, by name.
@@ -43,6 +50,36 @@ pub struct VectorEntry {
     pub ordinal: u32,
     /// The vector.
     pub vector: Vec<f32>,
+}
+
+/// The vectors of one representation as one row-major matrix, for exact scans.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct VectorMatrix {
+    /// The chunk of each row.
+    pub ids: Vec<ChunkId>,
+    /// The document of each row.
+    pub docs: Vec<DocKey>,
+    /// Columns (0 when empty).
+    pub dim: usize,
+    /// `ids.len() × dim` values.
+    pub data: Vec<f32>,
+}
+
+impl VectorMatrix {
+    /// Rows.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Row `i`.
+    pub fn row(&self, i: usize) -> &[f32] {
+        &self.data[i * self.dim..(i + 1) * self.dim]
+    }
 }
 
 /// Everything about one document, written in one transaction.

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::bail;
 use ckeep_engine::{Engine, IngestReport};
-use ckeep_store::SqliteStore;
+use ckeep_store::{SqliteStore, StoreRead};
 use ckeep_text::load::{Loaded, Source};
 use ckeep_text::{LoadOptions, Loader};
 use serde::Serialize;
@@ -22,6 +22,7 @@ const KEEP_LOADED_BYTES: usize = 512 << 20;
 struct AddOutput<'a> {
     store: String,
     chunker: String,
+    model: Option<String>,
     #[serde(flatten)]
     report: &'a IngestReport,
     skipped: Vec<Skipped>,
@@ -35,7 +36,7 @@ struct Skipped {
     error: String,
 }
 
-pub fn run(store: &Path, args: &AddArgs, out: &Output) -> anyhow::Result<ExitCode> {
+pub fn run(store: &Path, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let loader = Loader::new(LoadOptions { lossy: args.lossy, max_doc_bytes: args.max_doc_bytes });
     let sources = loader.sources(&args.paths)?;
@@ -85,6 +86,13 @@ pub fn run(store: &Path, args: &AddArgs, out: &Output) -> anyhow::Result<ExitCod
 
     // Pass 2: chunk, index and write in batches.
     let mut engine = Engine::new(SqliteStore::open_or_create(store)?);
+    let model = match &args.model {
+        Some(m) => Some(m.clone()),
+        None => super::stored_model(&engine.store().manifest()?),
+    };
+    if let Some(spec) = &model {
+        engine = engine.with_embedder(super::load_model(spec, no_cache)?);
+    }
     let chunker = match &args.chunker {
         Some(c) => c.clone(),
         None => engine.stored_chunker()?.unwrap_or_default(),
@@ -109,11 +117,29 @@ pub fn run(store: &Path, args: &AddArgs, out: &Output) -> anyhow::Result<ExitCod
     let report = ingest.finish()?;
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
+    let model = engine.embedder().map(|e| e.info().clone());
+    print_report(store, &chunker, model.as_ref(), &report, skipped, warnings, seconds, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints what `add` did.
+#[allow(clippy::too_many_arguments)]
+fn print_report(
+    store: &Path,
+    chunker: &ckeep_text::ChunkerSpec,
+    model: Option<&ckeep_embed::ModelInfo>,
+    report: &IngestReport,
+    skipped: Vec<Skipped>,
+    warnings: Vec<String>,
+    seconds: f64,
+    out: &Output,
+) -> anyhow::Result<()> {
     if out.json {
         out.print_json(&AddOutput {
             store: store.display().to_string(),
             chunker: chunker.to_string(),
-            report: &report,
+            model: model.map(|m| m.name.clone()),
+            report,
             skipped,
             warnings,
             seconds,
@@ -128,8 +154,25 @@ pub fn run(store: &Path, args: &AddArgs, out: &Output) -> anyhow::Result<ExitCod
             report.chunks,
             human_bytes(report.bytes),
         );
+        if let Some(m) = model {
+            outln!(
+                "{} chunk vectors with {} ({} from the cache){}",
+                report.vectors,
+                m.name,
+                report.cached_vectors,
+                if report.truncated > 0 {
+                    format!(
+                        "; {} chunks were longer than the model's {} tokens and embedded from their start",
+                        report.truncated,
+                        m.max_tokens.unwrap_or(0)
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn display_paths(paths: &[std::path::PathBuf]) -> String {

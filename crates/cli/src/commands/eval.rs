@@ -3,17 +3,20 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use anyhow::{Context, bail};
+use ckeep_embed::Embedder;
 use ckeep_eval::experiment::Comparison;
 use ckeep_eval::{Metric, Qrels, Run, dataset, evaluate, experiment, report};
 
 use crate::args::{EvalCommand, EvalMetricsArgs, EvalRunArgs};
 use crate::output::{Output, outln};
 
-pub fn run(cmd: &EvalCommand, out: &Output) -> anyhow::Result<ExitCode> {
+pub fn run(cmd: &EvalCommand, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     match cmd {
         EvalCommand::Metrics(a) => metrics(a, out),
-        EvalCommand::Run(a) => run_strategies(a, out),
+        EvalCommand::Run(a) => run_strategies(a, no_cache, out),
     }
 }
 
@@ -74,7 +77,7 @@ fn by_metric<T: serde::Serialize>(metrics: &[String], values: &[T]) -> serde_jso
         .into()
 }
 
-fn run_strategies(args: &EvalRunArgs, out: &Output) -> anyhow::Result<ExitCode> {
+fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     let data = match (&args.dataset, &args.docs, &args.queries) {
         (Some(dir), None, None) => dataset::load_dir(dir, &args.split)?,
         (None, Some(docs), Some(queries)) => dataset::load_longdoc(docs, queries)?,
@@ -103,7 +106,30 @@ fn run_strategies(args: &EvalRunArgs, out: &Output) -> anyhow::Result<ExitCode> 
         }
         bar.set_position(done);
     };
-    let comparison = experiment::run(&data, &args.strategies, &args.metrics, work, &mut progress)?;
+    let mut strategies = args.strategies.clone();
+    for s in &mut strategies {
+        if s.mode == ckeep_engine::Mode::Dense && s.model.is_none() {
+            s.model.clone_from(&args.model);
+        }
+    }
+    // Each model is loaded once, however many strategies name it.
+    let mut loaded: std::collections::HashMap<String, Arc<dyn Embedder>> =
+        std::collections::HashMap::new();
+    let mut models = |spec: &str| -> Result<Arc<dyn Embedder>, ckeep_engine::Error> {
+        if let Some(m) = loaded.get(spec) {
+            return Ok(Arc::clone(m));
+        }
+        let m = super::load_model(spec, no_cache).map_err(|e| {
+            match e.downcast::<ckeep_embed::Error>() {
+                Ok(e) => ckeep_engine::Error::Embed(e),
+                Err(e) => ckeep_engine::Error::Invalid(format!("{e:#}")),
+            }
+        })?;
+        loaded.insert(spec.to_string(), Arc::clone(&m));
+        Ok(m)
+    };
+    let comparison =
+        experiment::run(&data, &strategies, &args.metrics, work, &mut models, &mut progress)?;
     bar.finish_and_clear();
     if let Some(dir) = &args.report {
         report::write(dir, &comparison, &data.qrels)

@@ -3,12 +3,18 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use ckeep_engine::SearchRequest;
+use ckeep_engine::{Mode, SearchRequest};
+use ckeep_store::StoreRead;
 
 use crate::args::SearchArgs;
 use crate::output::{Output, outln, snippet};
 
-pub fn run(store: &Path, args: &SearchArgs, out: &Output) -> anyhow::Result<ExitCode> {
+pub fn run(
+    store: &Path,
+    args: &SearchArgs,
+    no_cache: bool,
+    out: &Output,
+) -> anyhow::Result<ExitCode> {
     let mut strategy = args.strategy.clone().unwrap_or_default();
     if let Some(k) = args.k {
         strategy.k = k as usize;
@@ -22,7 +28,20 @@ pub fn run(store: &Path, args: &SearchArgs, out: &Output) -> anyhow::Result<Exit
     if let Some(agg) = args.agg {
         strategy.agg = agg;
     }
-    let engine = super::open(store)?;
+    let mut engine = super::open(store)?;
+    if let Some(m) = args.model.clone().or_else(|| strategy.model.clone()) {
+        strategy.model = Some(m);
+    }
+    // The model is loaded only when the query needs it.
+    if strategy.mode == Mode::Dense {
+        let spec = match &strategy.model {
+            Some(m) => Some(m.clone()),
+            None => super::stored_model(&engine.store().manifest()?),
+        };
+        if let Some(spec) = spec {
+            engine = engine.with_embedder(super::load_model(&spec, no_cache)?);
+        }
+    }
     let req = SearchRequest { query: args.query.clone(), strategy, explain: args.explain };
     let res = engine.search(&req)?;
     if out.json {
@@ -53,13 +72,21 @@ pub fn run(store: &Path, args: &SearchArgs, out: &Output) -> anyhow::Result<Exit
                         )
                     })
                     .collect();
-                outln!(
-                    "     chunk {} [{}] bm25 {:.4}: {}",
-                    c.chunk_id,
-                    c.span,
-                    c.bm25,
-                    terms.join(", ")
-                );
+                match (c.bm25, c.dense) {
+                    (Some(b), _) => outln!(
+                        "     chunk {} [{}] bm25 {b:.4}: {}",
+                        c.chunk_id,
+                        c.span,
+                        terms.join(", ")
+                    ),
+                    (None, Some(d)) => outln!(
+                        "     chunk {} [{}] cosine {d:.4} ({})",
+                        c.chunk_id,
+                        c.span,
+                        ex.model.as_deref().unwrap_or("")
+                    ),
+                    (None, None) => {}
+                }
             }
         }
     }

@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::{
     CheckReport, DocumentWrite, Error, LexicalFieldStats, Manifest, RepresentationStats, Result,
-    SCHEMA_VERSION, StoreRead, StoreStats, StoreWrite, StoredChunk, StoredDocument,
+    SCHEMA_VERSION, StoreRead, StoreStats, StoreWrite, StoredChunk, StoredDocument, VectorMatrix,
 };
 
 const DB_FILE: &str = "ckeep.sqlite";
@@ -410,21 +410,30 @@ impl StoreRead for SqliteStore {
         Ok((stats, lists))
     }
 
-    fn vectors(&self, repr: &str) -> Result<Vec<(ChunkId, Vec<f32>)>> {
+    fn vectors(&self, repr: &str) -> Result<VectorMatrix> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT chunk, vec FROM vectors WHERE repr = ?1 ORDER BY chunk")?;
-        let rows = stmt
-            .query_map([repr], |r| {
-                let bytes: Vec<u8> = r.get(1)?;
-                let v = bytes
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    .collect();
-                Ok((ChunkId(r.get(0)?), v))
-            })?
-            .collect::<Result<_, _>>()?;
-        Ok(rows)
+            .prepare_cached("SELECT chunk, doc, vec FROM vectors WHERE repr = ?1 ORDER BY chunk")?;
+        let mut rows = stmt.query([repr])?;
+        let mut m = VectorMatrix::default();
+        while let Some(r) = rows.next()? {
+            let bytes = r.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
+            let dim = bytes.len() / 4;
+            if m.ids.is_empty() {
+                m.dim = dim;
+            } else if dim != m.dim {
+                return Err(Error::InvalidWrite {
+                    doc: format!("key {}", r.get::<_, i64>(1)?),
+                    reason: format!("representation `{repr}` mixes {} and {dim} dimensions", m.dim),
+                });
+            }
+            m.ids.push(ChunkId(r.get(0)?));
+            m.docs.push(DocKey(r.get(1)?));
+            m.data.extend(
+                bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+        }
+        Ok(m)
     }
 
     fn summaries(&self, id: &str) -> Result<Vec<(String, String)>> {

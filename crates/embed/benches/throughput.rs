@@ -1,0 +1,97 @@
+//! all-MiniLM-L6-v2 throughput on the CPU: 1,000 short sentences (STS-B test) and 200 passages
+//! of 200–256 tokens (SciFact abstracts), plus single-query latency. Prints one JSON object, and
+//! writes the exact inputs to `target/embed-bench/` so `bench/embed_speed.sh` can hand the same
+//! texts to sentence-transformers on PyTorch in the same run.
+//!
+//! Run: `cargo bench -p ckeep-embed --bench throughput` (or the comparison script).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use ckeep_embed::{Embedder, InputKind, SentenceTransformer};
+
+/// Best of this many passes over each input set.
+const PASSES: usize = 3;
+
+fn data_dir() -> PathBuf {
+    std::env::var_os("CKEEP_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        PathBuf::from,
+    )
+}
+
+fn sentences(data: &Path) -> Vec<String> {
+    std::fs::read_to_string(data.join("stsb/sts-test.csv"))
+        .expect("STS-B test set")
+        .lines()
+        .filter_map(|l| l.split('\t').nth(5).map(str::to_string))
+        .take(1000)
+        .collect()
+}
+
+fn passages(data: &Path, model: &SentenceTransformer) -> Vec<String> {
+    std::fs::read_to_string(data.join("beir_scifact/corpus.jsonl"))
+        .expect("SciFact corpus")
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .filter(|t| (200..=256).contains(&model.count_tokens(t).unwrap()))
+        .take(200)
+        .collect()
+}
+
+/// Best-of-`PASSES` seconds and the token count of one pass.
+fn time(model: &SentenceTransformer, texts: &[String]) -> (f64, usize) {
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut best = f64::MAX;
+    let mut tokens = 0;
+    for _ in 0..PASSES {
+        let t = Instant::now();
+        let (_, stats) = model.embed(&refs, InputKind::Document).unwrap();
+        best = best.min(t.elapsed().as_secs_f64());
+        tokens = stats.tokens;
+    }
+    (best, tokens)
+}
+
+fn main() {
+    let models = std::env::var_os("CKEEP_MODELS").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/ckeep/models"),
+        PathBuf::from,
+    );
+    let model = SentenceTransformer::load(&models.join("all-MiniLM-L6-v2"))
+        .expect("ckeep model pull all-MiniLM-L6-v2");
+    let data = data_dir();
+    let sets = [("sentences", sentences(&data)), ("passages", passages(&data, &model))];
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/embed-bench");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut report = serde_json::Map::new();
+    for (name, texts) in &sets {
+        std::fs::write(
+            out.join(format!("{name}.jsonl")),
+            texts.iter().map(|t| serde_json::to_string(t).unwrap() + "\n").collect::<String>(),
+        )
+        .unwrap();
+        let (secs, tokens) = time(&model, texts);
+        report.insert(
+            (*name).to_string(),
+            serde_json::json!({"texts": texts.len(), "tokens": tokens, "seconds": secs,
+                "texts_per_s": texts.len() as f64 / secs, "tokens_per_s": tokens as f64 / secs}),
+        );
+    }
+    let query = "What causes the seasons on Earth?";
+    let mut lat: Vec<f64> = (0..50)
+        .map(|_| {
+            let t = Instant::now();
+            model.embed(&[query], InputKind::Query).unwrap();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    report.insert("query_ms_p50".into(), serde_json::json!(lat[25]));
+    println!("{}", serde_json::Value::Object(report));
+}
