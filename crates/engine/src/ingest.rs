@@ -60,6 +60,11 @@ impl<S: StoreWrite> Engine<S> {
     pub fn ingest(&mut self, chunker: &ChunkerSpec) -> Result<Ingest<'_, S>> {
         let mut manifest = self.store.manifest()?;
         let requested = chunker.to_string();
+        if chunker.needs_sentence_vectors() && self.embedder.is_none() {
+            return Err(Error::ModelRequired(format!(
+                "the `{requested}` chunker embeds sentences; pass --model"
+            )));
+        }
         match &manifest.chunker {
             Some(stored) if *stored != requested => {
                 return Err(Error::ChunkerMismatch { stored: stored.clone(), requested });
@@ -159,9 +164,13 @@ impl<S: StoreWrite> Ingest<'_, S> {
         self.pending_bytes = 0;
         let analyzer = &self.engine.analyzer;
         let chunker = &self.chunker;
+        let sentence_vectors = self.sentence_vectors(&pending)?;
         let mut writes: Vec<(DocumentWrite, bool)> = pending
             .into_par_iter()
-            .map(|(doc, replacing)| (prepare(doc, chunker, analyzer), replacing))
+            .zip(sentence_vectors)
+            .map(|((doc, replacing), vectors)| {
+                (prepare(doc, chunker, analyzer, &vectors), replacing)
+            })
             .collect();
         let mut report = self.report.clone();
         if let Some(embedder) = &self.engine.embedder {
@@ -202,6 +211,27 @@ impl<S: StoreWrite> Ingest<'_, S> {
         Ok(())
     }
 
+    /// One vector per sentence of each pending document when the chunker needs them (the
+    /// `semantic` chunker), else empty lists.
+    fn sentence_vectors(&self, pending: &[(Document, bool)]) -> Result<Vec<Vec<Vec<f32>>>> {
+        if !self.chunker.needs_sentence_vectors() {
+            return Ok(vec![Vec::new(); pending.len()]);
+        }
+        let embedder = self.engine.embedder.as_ref().ok_or_else(|| {
+            Error::ModelRequired(format!("the `{}` chunker needs --model", self.chunker))
+        })?;
+        let spans: Vec<Vec<ckeep_core::Span>> =
+            pending.iter().map(|(d, _)| ckeep_text::chunk::sentence_spans(&d.text)).collect();
+        let texts: Vec<&str> = pending
+            .iter()
+            .zip(&spans)
+            .flat_map(|((d, _), s)| s.iter().map(|s| s.slice(&d.text)))
+            .collect();
+        let (vectors, _) = embedder.embed(&texts, InputKind::Document)?;
+        let mut vectors = vectors.into_iter();
+        Ok(spans.iter().map(|s| vectors.by_ref().take(s.len()).collect()).collect())
+    }
+
     /// Writes what is pending and returns the report.
     pub fn finish(mut self) -> Result<IngestReport> {
         self.flush()?;
@@ -210,8 +240,13 @@ impl<S: StoreWrite> Ingest<'_, S> {
 }
 
 /// Chunks a document and analyses its leaves for the lexical index.
-fn prepare(doc: Document, chunker: &ChunkerSpec, analyzer: &Analyzer) -> DocumentWrite {
-    let chunks = chunker.chunk(&doc.text, &WordCounter);
+fn prepare(
+    doc: Document,
+    chunker: &ChunkerSpec,
+    analyzer: &Analyzer,
+    sentence_vectors: &[Vec<f32>],
+) -> DocumentWrite {
+    let chunks = chunker.chunk_with_vectors(&doc.text, &WordCounter, sentence_vectors);
     let lexical = chunks
         .iter()
         .filter(|c| c.leaf)

@@ -37,6 +37,7 @@ fn spec() -> impl Strategy<Value = ChunkerSpec> {
         (1usize..4).prop_map(|n| ChunkerSpec::Sentences { per_chunk: n }),
         (1usize..4).prop_map(|n| ChunkerSpec::Paragraphs { per_chunk: n }),
         (1usize..30).prop_map(|n| ChunkerSpec::Markdown { max: n }),
+        (1usize..30, 1u8..99).prop_map(|(n, p)| ChunkerSpec::Semantic { max: n, percentile: p }),
         (2usize..6, 1usize..5, 1usize..4).prop_map(|(a, b, c)| {
             let small = c;
             let mid = small + b;
@@ -98,7 +99,7 @@ fn check(text: &str, spec: &ChunkerSpec, chunks: &[Chunk]) -> Result<(), TestCas
     for c in chunks {
         let bound = match spec {
             ChunkerSpec::Words { size, .. } => size.for_words(total_words),
-            ChunkerSpec::Markdown { max } => *max,
+            ChunkerSpec::Markdown { max } | ChunkerSpec::Semantic { max, .. } => *max,
             ChunkerSpec::Hierarchy { sizes } => sizes[c.depth as usize],
             ChunkerSpec::Whole | ChunkerSpec::Sentences { .. } | ChunkerSpec::Paragraphs { .. } => {
                 usize::MAX
@@ -157,6 +158,22 @@ impl SizeCounter for CharCounter {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn semantic_keeps_every_property_with_any_vectors(
+        text in text(), max in 1usize..30, p in 1u8..99, seed in 0u32..1000
+    ) {
+        let spec = ChunkerSpec::Semantic { max, percentile: p };
+        let n = ckeep_text::chunk::sentence_spans(&text).len();
+        // Arbitrary directions: breakpoints anywhere, the maximum must still hold.
+        let vectors: Vec<Vec<f32>> = (0..n)
+            .map(|i| {
+                let a = (seed as f32 + 1.0) * (i as f32 + 1.0) * 0.7;
+                vec![a.sin(), a.cos(), (a * 0.3).sin()]
+            })
+            .collect();
+        check(&text, &spec, &spec.chunk_with_vectors(&text, &WordCounter, &vectors))?;
+    }
 
     #[test]
     fn markdown_respects_any_counter(text in text(), max in 4usize..40) {

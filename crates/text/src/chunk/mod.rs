@@ -13,6 +13,7 @@
 
 mod layout;
 mod paragraphs;
+mod semantic;
 mod spec;
 mod structure;
 mod words;
@@ -45,8 +46,26 @@ impl SizeCounter for WordCounter {
 }
 
 impl ChunkerSpec {
-    /// Cuts `text` into chunks as this spec says. Whitespace-only text gives no chunks.
+    /// Whether chunking needs one embedding per sentence ([`sentence_spans`] then
+    /// [`ChunkerSpec::chunk_with_vectors`]).
+    pub fn needs_sentence_vectors(&self) -> bool {
+        matches!(self, ChunkerSpec::Semantic { .. })
+    }
+
+    /// Cuts `text` into chunks as this spec says. Whitespace-only text gives no chunks. The
+    /// `semantic` chunker, given no sentence vectors here, cuts at its maximum size only.
     pub fn chunk(&self, text: &str, counter: &dyn SizeCounter) -> Vec<Chunk> {
+        self.chunk_with_vectors(text, counter, &[])
+    }
+
+    /// As [`ChunkerSpec::chunk`], with one vector per [`sentence_spans`] entry for `semantic`
+    /// (ignored by the other chunkers).
+    pub fn chunk_with_vectors(
+        &self,
+        text: &str,
+        counter: &dyn SizeCounter,
+        sentence_vectors: &[Vec<f32>],
+    ) -> Vec<Chunk> {
         let layout = layout::Layout::scan(text);
         let spans: Vec<Span> = match self {
             ChunkerSpec::Whole => trim(text, Span::new(0, text.len())).into_iter().collect(),
@@ -57,6 +76,15 @@ impl ChunkerSpec {
             ChunkerSpec::Paragraphs { per_chunk } => paragraphs::chunks(text, &layout, *per_chunk),
             ChunkerSpec::Markdown { max } => structure::Splitter::new(text, &layout, counter)
                 .split(Span::new(0, text.len()), *max),
+            ChunkerSpec::Semantic { max, percentile } => {
+                let sents = sentence_spans(text);
+                let vectors = if sentence_vectors.len() == sents.len() {
+                    sentence_vectors.to_vec()
+                } else {
+                    vec![Vec::new(); sents.len()]
+                };
+                semantic::chunks(text, &layout, counter, &sents, &vectors, *max, *percentile)
+            }
             ChunkerSpec::Hierarchy { sizes } => {
                 let mut chunks = Vec::new();
                 let splitter = structure::Splitter::new(text, &layout, counter);
@@ -106,6 +134,11 @@ fn hierarchy(
             hierarchy(splitter, piece, sizes, depth + 1, Some(ordinal), out);
         }
     }
+}
+
+/// The sentences the `semantic` chunker groups: Unicode (UAX #29) sentences, trimmed.
+pub fn sentence_spans(text: &str) -> Vec<Span> {
+    sentences(text, Span::new(0, text.len()))
 }
 
 /// Unicode (UAX #29) sentences inside `span`, trimmed, empty ones dropped.

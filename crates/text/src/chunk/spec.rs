@@ -38,6 +38,15 @@ pub enum ChunkerSpec {
         /// Largest chunk size.
         max: usize,
     },
+    /// `semantic[:MAX][,p=P]`: consecutive sentences grouped until the embedding distance of
+    /// two neighbours exceeds the P-th percentile of the document's distances (default 95),
+    /// never more than MAX units per chunk (default 256). Needs sentence vectors.
+    Semantic {
+        /// Hard maximum chunk size.
+        max: usize,
+        /// Breakpoint percentile (1–99).
+        percentile: u8,
+    },
     /// `hierarchy:A,B,…`: nested `markdown` levels, largest first (default 2048,512,128), every
     /// child linked to its parent.
     Hierarchy {
@@ -81,6 +90,8 @@ sentences[:N]              N Unicode sentences per chunk (default 1)
 paragraphs[:N]             N blank-line paragraphs per chunk (default 1), headings recorded
 markdown[:N]               structure-aware: split at headings, then paragraphs, lines,
                            sentences, words, keeping every chunk <= N units (default 256)
+semantic[:MAX][,p=P]       sentences grouped until neighbours' embedding distance exceeds its
+                           P-th percentile (default 95); hard maximum MAX (default 256); needs --model
 hierarchy[:A,B,...]        nested markdown levels, e.g. 2048,512,128 (the default)
 Units for markdown/hierarchy are words until a model tokenizer is configured.";
 }
@@ -97,6 +108,7 @@ impl fmt::Display for ChunkerSpec {
             ChunkerSpec::Sentences { per_chunk } => write!(f, "sentences:{per_chunk}"),
             ChunkerSpec::Paragraphs { per_chunk } => write!(f, "paragraphs:{per_chunk}"),
             ChunkerSpec::Markdown { max } => write!(f, "markdown:{max}"),
+            ChunkerSpec::Semantic { max, percentile } => write!(f, "semantic:{max},p={percentile}"),
             ChunkerSpec::Hierarchy { sizes } => {
                 let s: Vec<String> = sizes.iter().map(ToString::to_string).collect();
                 write!(f, "hierarchy:{}", s.join(","))
@@ -163,6 +175,24 @@ impl FromStr for ChunkerSpec {
                 Ok(ChunkerSpec::Paragraphs { per_chunk: optional(1, "paragraphs per chunk")? })
             }
             "markdown" => Ok(ChunkerSpec::Markdown { max: optional(256, "the maximum size")? }),
+            "semantic" => {
+                let mut parts = args.unwrap_or("").split(',').map(str::trim);
+                let max = match parts.next() {
+                    None | Some("") => 256,
+                    Some(n) => count(n, "the maximum size")?,
+                };
+                let percentile = match parts.next() {
+                    None => 95,
+                    Some(p) => match p.strip_prefix("p=").and_then(|v| v.parse::<u8>().ok()) {
+                        Some(v) if (1..=99).contains(&v) => v,
+                        _ => return Err(err(format!("expected `p=P` with P from 1 to 99, got `{p}`"))),
+                    },
+                };
+                if parts.next().is_some() {
+                    return Err(err("expected `semantic[:MAX][,p=P]`".into()));
+                }
+                Ok(ChunkerSpec::Semantic { max, percentile })
+            }
             "hierarchy" => {
                 let sizes = match args {
                     None => vec![2048, 512, 128],
@@ -212,6 +242,8 @@ mod tests {
         markdown_n: " markdown:64 " => "markdown:64",
         hierarchy_default: "hierarchy" => "hierarchy:2048,512,128",
         hierarchy_two: "hierarchy:512,128" => "hierarchy:512,128",
+        semantic_default: "semantic" => "semantic:256,p=95",
+        semantic_full: "semantic:120,p=80" => "semantic:120,p=80",
     }
 
     macro_rules! rejects {
@@ -235,6 +267,8 @@ mod tests {
         hierarchy_increasing: "hierarchy:128,512" => "must decrease",
         whole_with_args: "whole:3" => "unknown chunker",
         huge: "words:99999999999" => "from 1 to",
+        semantic_bad_percentile: "semantic:100,p=100" => "P from 1 to 99",
+        semantic_garbage: "semantic:100,q=3" => "expected `p=P`",
     }
 
     #[test]
