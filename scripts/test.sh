@@ -10,7 +10,7 @@ if [ ! -d "$CKEEP_DATA" ]; then
 fi
 # Real models for the embedding tests (installed once into $CKEEP_MODELS).
 export CKEEP_MODELS="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}"
-python3 scripts/fetch_models.py all-MiniLM-L6-v2
+python3 scripts/fetch_models.py all-MiniLM-L6-v2 potion-base-8M
 # Libraries, binaries, integration tests and doctests; not the benchmarks (`cargo bench`),
 # whose harness-free mains would otherwise run here in debug mode.
 cargo test --workspace --lib --bins --tests

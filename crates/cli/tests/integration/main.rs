@@ -5,6 +5,7 @@ mod bad_input;
 mod commands;
 mod durability;
 mod eval;
+mod models;
 mod real_data;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,8 @@ pub fn data_dir() -> PathBuf {
 pub fn ckeep(store: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ckeep"));
     cmd.arg("--store").arg(store).env_remove("CKEEP_STORE");
+    // Each store gets its own embedding cache, so tests see exactly what they embedded.
+    cmd.env("CKEEP_CACHE", store.with_extension("cache.sqlite"));
     cmd
 }
 

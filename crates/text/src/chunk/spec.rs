@@ -185,7 +185,11 @@ impl FromStr for ChunkerSpec {
                     None => 95,
                     Some(p) => match p.strip_prefix("p=").and_then(|v| v.parse::<u8>().ok()) {
                         Some(v) if (1..=99).contains(&v) => v,
-                        _ => return Err(err(format!("expected `p=P` with P from 1 to 99, got `{p}`"))),
+                        _ => {
+                            return Err(err(format!(
+                                "expected `p=P` with P from 1 to 99, got `{p}`"
+                            )));
+                        }
                     },
                 };
                 if parts.next().is_some() {

@@ -1,0 +1,172 @@
+//! Embedding models through the CLI: `embed` parity, dense search, the manifest's model, the
+//! cache, and `model list/info/pull` with their errors. Models come from `CKEEP_MODELS`
+//! (installed by `scripts/test.sh`).
+
+use std::path::PathBuf;
+
+use crate::{data_dir, fails, json, ok, run};
+
+fn reference() -> serde_json::Value {
+    let path = data_dir().join("../models/reference_embeddings.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    dot / (a.iter().map(|x| x * x).sum::<f64>().sqrt()
+        * b.iter().map(|x| x * x).sum::<f64>().sqrt())
+}
+
+fn floats(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+}
+
+fn models_dir() -> PathBuf {
+    std::env::var_os("CKEEP_MODELS").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/ckeep/models"),
+        PathBuf::from,
+    )
+}
+
+/// The first `n` SQuAD articles as a JSONL file.
+fn squad_articles(dir: &std::path::Path, n: usize) -> PathBuf {
+    let all =
+        std::fs::read_to_string(data_dir().join("squad_dev/longdoc-v1.1.docs.jsonl")).unwrap();
+    let path = dir.join("articles.jsonl");
+    std::fs::write(&path, all.lines().take(n).collect::<Vec<_>>().join("\n")).unwrap();
+    path
+}
+
+#[test]
+fn embed_prints_the_reference_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let reference = reference();
+    let texts: Vec<&str> =
+        reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    for (model, key) in
+        [("all-MiniLM-L6-v2", "all-MiniLM-L6-v2"), ("potion-base-8M", "potion-base-8M")]
+    {
+        let mut args = vec!["embed", "--model", model];
+        args.extend(&texts);
+        let out = json(&store, &args);
+        let want =
+            &reference[reference.as_object().unwrap().keys().find(|k| k.starts_with(key)).unwrap()];
+        for (i, got) in out["vectors"].as_array().unwrap().iter().enumerate() {
+            let c = cosine(&floats(got), &floats(&want[i]));
+            assert!(c >= 0.99999, "{model} {:?}: {c}", texts[i]);
+        }
+    }
+}
+
+#[test]
+fn dense_search_with_the_stores_model_and_its_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let docs = squad_articles(dir.path(), 2);
+    let docs = docs.to_str().unwrap();
+    let added =
+        json(&store, &["add", docs, "--chunker", "paragraphs", "--model", "all-MiniLM-L6-v2"]);
+    assert_eq!(added["model"], "all-MiniLM-L6-v2");
+    assert!(added["vectors"].as_u64().unwrap() > 50);
+    assert_eq!(added["cached_vectors"], 0);
+    // No --model: the store's model is used.
+    let res = json(
+        &store,
+        &["search", "Which team won Super Bowl 50?", "--mode", "dense", "-k", "3", "--explain"],
+    );
+    assert_eq!(res["strategy"], "mode=dense,level=chunk,k=3");
+    let top = &res["results"][0];
+    assert!(top["text"].as_str().unwrap().contains("Denver Broncos"), "{top}");
+    let ex = &top["explain"];
+    assert_eq!(ex["model"], "all-MiniLM-L6-v2");
+    assert!(
+        (ex["chunks"][0]["dense"].as_f64().unwrap() - top["score"].as_f64().unwrap()).abs() < 1e-6
+    );
+    // The same texts again, into a second store with the same cache: nothing is recomputed.
+    let again = dir.path().join("s2");
+    std::fs::copy(store.with_extension("cache.sqlite"), again.with_extension("cache.sqlite"))
+        .unwrap();
+    let added2 =
+        json(&again, &["add", docs, "--chunker", "paragraphs", "--model", "all-MiniLM-L6-v2"]);
+    assert_eq!(added2["cached_vectors"], added["vectors"]);
+    // Another model is refused, for search and for add.
+    let (code, err) =
+        fails(&store, &["search", "x", "--mode", "dense", "--model", "potion-base-8M"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("made with model `all-MiniLM-L6-v2`"), "{err}");
+    let (code, _) = fails(&store, &["add", docs, "--model", "potion-base-8M"]);
+    assert_eq!(code, 2);
+    let stats = json(&store, &["stats"]);
+    assert_eq!(stats["manifest"]["model"], "all-MiniLM-L6-v2");
+    assert_eq!(stats["stats"]["representations"][0]["vectors"], added["vectors"]);
+    assert!(run(&store, &["check"]).status.success());
+}
+
+#[test]
+fn model_commands_and_their_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let list = json(&store, &["model", "list"]);
+    let names: Vec<&str> =
+        list["models"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["all-MiniLM-L6-v2", "potion-base-8M"]);
+    assert!(list["models"][1]["installed"].is_string());
+    let info = json(&store, &["model", "info", "potion-base-8M", "--verify"]);
+    assert_eq!(
+        (info["model"]["dim"].as_u64(), info["model"]["architecture"].as_str()),
+        (Some(256), Some("model2vec"))
+    );
+    assert_eq!(info["sha256_verified"], true);
+    // Pulling an installed model checks it and downloads nothing.
+    let pulled = json(&store, &["model", "pull", "all-MiniLM-L6-v2"]);
+    assert_eq!(pulled["installed"][0]["source"], "already installed");
+    // A copy with damaged weights: --verify names the file and the expected sha256.
+    let bad = dir.path().join("potion-base-8M");
+    std::fs::create_dir(&bad).unwrap();
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        std::fs::copy(models_dir().join("potion-base-8M").join(f), bad.join(f)).unwrap();
+    }
+    let mut weights = std::fs::read(bad.join("model.safetensors")).unwrap();
+    let last = weights.len() - 1;
+    weights[last] ^= 0xFF;
+    std::fs::write(bad.join("model.safetensors"), &weights).unwrap();
+    let (_, err) = fails(&store, &["model", "info", bad.to_str().unwrap(), "--verify"]);
+    assert!(err.contains("model.safetensors") && err.contains("expected f65d0f32"), "{err}");
+    let (code, err) = fails(&store, &["embed", "x", "--model", "no-such-model"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no model `no-such-model`"), "{err}");
+    let (code, _) = fails(&store, &["model", "pull", "no-such-model"]);
+    assert_eq!(code, 2);
+    let out = ok(&store, &["embed", "--model", "potion-base-8M", "--query", "a question"]);
+    assert!(out.starts_with("256 dims"), "{out}");
+}
+
+#[test]
+fn semantic_chunks_stay_under_their_maximum() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let docs = squad_articles(dir.path(), 3);
+    json(
+        &store,
+        &[
+            "add",
+            docs.to_str().unwrap(),
+            "--chunker",
+            "semantic:60,p=90",
+            "--model",
+            "potion-base-8M",
+        ],
+    );
+    let chunks = json(&store, &["show", "Super_Bowl_50", "--chunks"]);
+    let list = chunks["chunks"].as_array().unwrap();
+    assert!(list.len() > 5);
+    for c in list {
+        let words = c["text"].as_str().unwrap().split_whitespace().count();
+        assert!(words <= 60, "{words} words: {c}");
+    }
+    let (code, err) =
+        fails(&dir.path().join("t"), &["add", docs.to_str().unwrap(), "--chunker", "semantic"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("pass --model"), "{err}");
+}
