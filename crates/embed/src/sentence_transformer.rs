@@ -1,17 +1,16 @@
-//! BERT-family sentence-transformers models on candle.
+//! BERT-family sentence-transformers models: tokenizer, [`Bert`] encoder, pooling.
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
 use serde::Deserialize;
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 
+use crate::bert::{Bert, Config};
 use crate::{EmbedStats, Embedder, Error, ModelInfo, Result, read_file, read_json};
 
-/// Texts per forward pass; sorted by length first, so a batch pads to similar lengths.
-const BATCH: usize = 32;
+/// Tokens per forward pass. Sequences are packed without padding, so a batch is a token budget:
+/// large enough that every linear layer is one big, efficient matrix product.
+const BATCH_TOKENS: usize = 8192;
 
 /// How token vectors become one text vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,11 +23,10 @@ pub enum Pooling {
 
 /// A sentence-transformers BERT model.
 pub struct SentenceTransformer {
-    model: BertModel,
+    model: Bert,
     tokenizer: Tokenizer,
     pooling: Pooling,
     info: ModelInfo,
-    device: Device,
 }
 
 impl std::fmt::Debug for SentenceTransformer {
@@ -99,36 +97,23 @@ impl SentenceTransformer {
             path: tok_path.display().to_string(),
             message: format!("not a tokenizer: {e}"),
         })?;
-        // Override what tokenizer.json bakes in: sentence-transformers truncates at
-        // max_seq_length and pads to the longest input of the batch.
+        // Override what tokenizer.json bakes in (all-MiniLM-L6-v2: truncation at 128 and fixed
+        // padding): sentence-transformers truncates at max_seq_length, and packed batches need
+        // no padding.
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: max_seq_length,
                 ..TruncationParams::default()
             }))
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..PaddingParams::default()
-        }));
+        tokenizer.with_padding(None);
         let weights = dir.join("model.safetensors");
-        let device = Device::Cpu;
         // Read into memory rather than mmapped: the workspace forbids unsafe code.
         let bytes = read_file(&weights)?;
         let mut hasher = blake3::Hasher::new();
         hasher.update(&bytes).update(&tok_bytes).update(&config_bytes);
         hasher.update(format!("{pooling:?}/{normalize}/{max_seq_length}").as_bytes());
-        let vb =
-            VarBuilder::from_buffered_safetensors(bytes, DType::F32, &device).map_err(|e| {
-                Error::ModelFile {
-                    path: weights.display().to_string(),
-                    message: format!("corrupt or not safetensors: {e}"),
-                }
-            })?;
-        let model = BertModel::load(vb, &config).map_err(|e| Error::ModelFile {
-            path: weights.display().to_string(),
-            message: format!("does not match config.json: {e}"),
-        })?;
+        let model = Bert::load(&bytes, &config, &weights.display().to_string())?;
         let info = ModelInfo {
             name: crate::registry::display_name(dir),
             fingerprint: hasher.finalize().to_hex()[..16].to_string(),
@@ -140,7 +125,7 @@ impl SentenceTransformer {
             document_prefix,
             source: dir.display().to_string(),
         };
-        Ok(Self { model, tokenizer, pooling, info, device })
+        Ok(Self { model, tokenizer, pooling, info })
     }
 
     /// Vector dimension.
@@ -159,44 +144,49 @@ impl SentenceTransformer {
         Ok(e.get_ids().len() + e.get_overflowing().iter().map(|o| o.get_ids().len()).sum::<usize>())
     }
 
-    /// One forward pass over texts of similar length.
+    /// One forward pass over a batch of texts, packed.
     fn forward(&self, inputs: Vec<&str>, stats: &mut EmbedStats) -> Result<Vec<Vec<f32>>> {
-        let n = inputs.len();
         let encodings = self
             .tokenizer
             .encode_batch(inputs, true)
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
-        let len = encodings.iter().map(|e| e.get_ids().len()).max().unwrap_or(0);
-        let mut ids = Vec::with_capacity(n * len);
-        let mut mask = Vec::with_capacity(n * len);
-        for e in &encodings {
-            if !e.get_overflowing().is_empty() {
-                stats.truncated += 1;
+        let seqs: Vec<Vec<u32>> = encodings
+            .iter()
+            .map(|e| {
+                stats.truncated += usize::from(!e.get_overflowing().is_empty());
+                e.get_ids().to_vec()
+            })
+            .collect();
+        stats.tokens += seqs.iter().map(Vec::len).sum::<usize>();
+        let hidden = self.model.forward(&seqs)?;
+        let h = self.info.dim;
+        let mut out = Vec::with_capacity(seqs.len());
+        let mut row = 0;
+        for s in &seqs {
+            let rows = &hidden[row * h..(row + s.len()) * h];
+            row += s.len();
+            let mut v = match self.pooling {
+                Pooling::Cls => rows[..h].to_vec(),
+                Pooling::Mean => {
+                    let mut sum = vec![0f32; h];
+                    for r in rows.chunks_exact(h) {
+                        for (a, b) in sum.iter_mut().zip(r) {
+                            *a += b;
+                        }
+                    }
+                    let n = s.len().max(1) as f32;
+                    for a in &mut sum {
+                        *a /= n;
+                    }
+                    sum
+                }
+            };
+            if self.info.normalized {
+                crate::normalize(&mut v);
             }
-            stats.tokens += e.get_attention_mask().iter().filter(|m| **m == 1).count();
-            ids.extend(e.get_ids().iter().map(|&x| i64::from(x)));
-            mask.extend(e.get_attention_mask().iter().map(|&x| i64::from(x)));
+            out.push(v);
         }
-        let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
-        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-        let types = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &types, Some(&mask))?;
-        let pooled = match self.pooling {
-            Pooling::Mean => {
-                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-                let sum = hidden.broadcast_mul(&m)?.sum(1)?;
-                let count = m.sum(1)?.clamp(1e-9, f64::MAX)?;
-                sum.broadcast_div(&count)?
-            }
-            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
-        };
-        let pooled = if self.info.normalized {
-            let norm = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
-            pooled.broadcast_div(&norm)?
-        } else {
-            pooled
-        };
-        Ok(pooled.to_vec2::<f32>()?)
+        Ok(out)
     }
 }
 
@@ -274,11 +264,22 @@ impl Embedder for SentenceTransformer {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
         let mut out = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(BATCH) {
+        let max_tokens = self.max_seq_length().max(1);
+        let mut start = 0;
+        while start < order.len() {
+            // Estimate tokens by bytes/3 (capped at the model's limit) to fill a token budget.
+            let mut end = start;
+            let mut budget = 0;
+            while end < order.len() && (end == start || budget < BATCH_TOKENS) {
+                budget += (texts[order[end]].len() / 3 + 2).min(max_tokens);
+                end += 1;
+            }
+            let batch = &order[start..end];
             let rows = self.forward(batch.iter().map(|&i| texts[i]).collect(), &mut stats)?;
             for (row, &i) in rows.into_iter().zip(batch) {
                 out[i] = row;
             }
+            start = end;
         }
         Ok((out, stats))
     }

@@ -7,7 +7,6 @@
 
 use std::path::Path;
 
-use candle_core::{DType, Device};
 use rayon::prelude::*;
 use serde::Deserialize;
 use tokenizers::Tokenizer;
@@ -69,9 +68,9 @@ impl StaticModel {
         let bytes = read_file(&weights)?;
         let bad =
             |message: String| Error::ModelFile { path: weights.display().to_string(), message };
-        let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
+        let tensors = safetensors::SafeTensors::deserialize(&bytes)
             .map_err(|e| bad(format!("corrupt or not safetensors: {e}")))?;
-        if let Some(extra) = ["mapping", "weights"].iter().find(|k| tensors.contains_key(**k)) {
+        if let Some(extra) = ["mapping", "weights"].iter().find(|k| tensors.tensor(k).is_ok()) {
             return Err(Error::Unsupported {
                 path: dir.display().to_string(),
                 message: format!(
@@ -80,10 +79,16 @@ impl StaticModel {
             });
         }
         let emb = tensors
-            .get("embeddings")
-            .ok_or_else(|| bad("no `embeddings` tensor; is this a Model2Vec model?".into()))?;
-        let (vocab, dim) = emb.dims2().map_err(|e| bad(format!("`embeddings`: {e}")))?;
-        let rows = emb.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+            .tensor("embeddings")
+            .map_err(|_| bad("no `embeddings` tensor; is this a Model2Vec model?".into()))?;
+        let [vocab, dim] = emb.shape() else {
+            return Err(bad(format!(
+                "`embeddings` has shape {:?}; expected 2 dimensions",
+                emb.shape()
+            )));
+        };
+        let (vocab, dim) = (*vocab, *dim);
+        let rows = crate::tensor_f32(&emb).map_err(|e| bad(format!("`embeddings`: {e}")))?;
         let mut lengths: Vec<usize> =
             tokenizer.get_vocab(true).keys().map(|t| t.chars().count()).collect();
         if lengths.len() != vocab {
