@@ -1,34 +1,63 @@
 """sentence-transformers on PyTorch over the inputs `cargo bench -p ckeep-embed --bench throughput`
-wrote to target/embed-bench/, with the same model directory, thread count and best-of-3 timing.
-Prints one JSON object in the same shape as the Rust benchmark."""
+wrote to target/embed-bench/, with the same model directory, thread count and best-of-3 timing;
+then the side-by-side table. Run by bench/embed_speed.sh."""
 import json
 import os
 import sys
 import time
 
+import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
+
+MFLOP_PER_TOKEN = 21.5  # all-MiniLM-L6-v2: 2 x 10.6M weights per token, plus attention
 
 threads = int(os.environ.get("BENCH_THREADS", "2"))
 torch.set_num_threads(threads)
 model_dir, inputs = sys.argv[1], sys.argv[2]
+ours = json.loads(sys.argv[3])
 model = SentenceTransformer(model_dir, device="cpu")
 model.max_seq_length = 256
-report = {}
+
+# The machine's practical matrix-product peak at this thread count (PyTorch's GEMM; the Rust
+# benchmark measures faer's, and the larger of the two is used).
+a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+for _ in range(3):
+    a @ b
+times = []
+for _ in range(10):
+    t = time.perf_counter()
+    a @ b
+    times.append(time.perf_counter() - t)
+peak = 2 * 2048**3 / min(times) / 1e9
+
+rows = []
 for name in ("sentences", "passages"):
     texts = [json.loads(l) for l in open(os.path.join(inputs, f"{name}.jsonl"))]
     tokens = sum(min(len(model.tokenizer(t)["input_ids"]), 256) for t in texts)
     best = float("inf")
     for _ in range(3):
         t = time.perf_counter()
-        model.encode(texts, batch_size=32, normalize_embeddings=True)
+        vectors = model.encode(texts, batch_size=32, normalize_embeddings=True)
         best = min(best, time.perf_counter() - t)
-    report[name] = {"texts": len(texts), "tokens": tokens, "seconds": best,
-                    "texts_per_s": len(texts) / best, "tokens_per_s": tokens / best}
+    mine = np.array(json.load(open(os.path.join(inputs, f"{name}.vectors.json"))), dtype=np.float64)
+    cos = (mine * vectors).sum(1) / np.linalg.norm(mine, axis=1) / np.linalg.norm(vectors, axis=1)
+    torch_tps = tokens / best
+    o = ours[name]
+    rows.append((name, len(texts), tokens / len(texts), torch_tps, o["tokens_per_s"], cos.min()))
+
 lat = []
 for _ in range(50):
     t = time.perf_counter()
     model.encode(["What causes the seasons on Earth?"])
     lat.append((time.perf_counter() - t) * 1e3)
-report["query_ms_p50"] = sorted(lat)[25]
-print(json.dumps(report))
+torch_lat = sorted(lat)[25]
+
+peak = max(peak, ours["gemm_peak_gflops"])
+print(f"all-MiniLM-L6-v2, {threads} threads; matrix-product peak measured here (best of PyTorch and faer, 2048^2): {peak:.0f} GFLOP/s\n")
+print("| input | texts | tokens/text | PyTorch tokens/s | ckeep tokens/s | ckeep / PyTorch | ckeep GFLOP/s (share of peak) | min cosine |")
+print("|---|---|---|---|---|---|---|---|")
+for name, n, per, t_tps, o_tps, c in rows:
+    gf = o_tps * MFLOP_PER_TOKEN / 1e3
+    print(f"| {name} | {n} | {per:.0f} | {t_tps:,.0f} | {o_tps:,.0f} | **{o_tps / t_tps:.2f}x** | {gf:.0f} ({gf / peak:.0%}) | {c:.7f} |")
+print(f"| single query latency (p50) | 1 | 9 | {torch_lat:.2f} ms | {ours['query_ms_p50']:.2f} ms | **{torch_lat / ours['query_ms_p50']:.2f}x** | | |")

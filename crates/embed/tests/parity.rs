@@ -3,7 +3,7 @@
 //! lengths and for an input longer than 256 tokens.
 //!
 //! The model directory comes from `CKEEP_MODELS` (default `~/.cache/ckeep/models`), filled by
-//! `ckeep model pull` (or `scripts/fetch_models.py`).
+//! `ckeep model pull` (`scripts/test.sh` does).
 
 use std::path::PathBuf;
 
@@ -49,7 +49,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
 #[test]
 fn minilm_matches_sentence_transformers() {
     let model = SentenceTransformer::load(&models_dir().join("all-MiniLM-L6-v2"))
-        .expect("run scripts/fetch_models.sh");
+        .expect("run `ckeep model pull all-MiniLM-L6-v2`");
     assert_eq!((model.dim(), model.max_seq_length()), (384, 256));
     let (texts, reference) = reference();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -90,7 +90,7 @@ fn potion_matches_model2vec() {
 #[test]
 fn long_inputs_are_truncated_at_256_tokens_and_counted() {
     let dir = models_dir().join("all-MiniLM-L6-v2");
-    let model = SentenceTransformer::load(&dir).expect("run scripts/fetch_models.sh");
+    let model = SentenceTransformer::load(&dir).expect("run `ckeep model pull all-MiniLM-L6-v2`");
     // 400 distinct whole-word tokens from the model's vocabulary: one token each.
     let vocab = std::fs::read_to_string(dir.join("vocab.txt")).unwrap();
     let words: Vec<&str> = vocab

