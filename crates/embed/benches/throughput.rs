@@ -65,25 +65,18 @@ fn time(model: &SentenceTransformer, texts: &[String]) -> (f64, usize, Vec<Vec<f
 fn gemm_peak() -> f64 {
     use faer::linalg::matmul::matmul;
     use faer::{Accum, MatMut, MatRef, Par};
-    let n = 2048;
-    let a: Vec<f32> = (0..n * n).map(|i| (i % 13) as f32 * 0.01).collect();
-    let mut c = vec![0f32; n * n];
+    let size = 2048;
+    let input: Vec<f32> = (0..size * size).map(|i| (i % 13) as f32 * 0.01).collect();
+    let mut product = vec![0f32; size * size];
     let mut best = f64::MAX;
     for _ in 0..8 {
-        let t = Instant::now();
-        let (x, y) =
-            (MatRef::from_row_major_slice(&a, n, n), MatRef::from_row_major_slice(&a, n, n));
-        matmul(
-            MatMut::from_row_major_slice_mut(&mut c, n, n),
-            Accum::Replace,
-            x,
-            y,
-            1.0,
-            Par::rayon(0),
-        );
-        best = best.min(t.elapsed().as_secs_f64());
+        let started = Instant::now();
+        let lhs = MatRef::from_row_major_slice(&input, size, size);
+        let dst = MatMut::from_row_major_slice_mut(&mut product, size, size);
+        matmul(dst, Accum::Replace, lhs, lhs, 1.0, Par::rayon(0));
+        best = best.min(started.elapsed().as_secs_f64());
     }
-    2.0 * (n * n * n) as f64 / best / 1e9
+    2.0 * (size * size * size) as f64 / best / 1e9
 }
 
 fn main() {

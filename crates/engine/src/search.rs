@@ -2,7 +2,9 @@
 //! from the store → explain.
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey, Span};
-use ckeep_index::{DocHit, TermExplanation, top_k};
+use std::collections::HashMap;
+
+use ckeep_index::{DocHit, FusedParts, TermExplanation, top_k};
 use ckeep_store::StoreRead;
 use serde::Serialize;
 
@@ -10,6 +12,9 @@ use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Strategy};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 16 * 1024;
+
+/// Each list is cut to this many chunks (or 10·k if more) before hybrid fusion.
+const FUSION_DEPTH: usize = 1000;
 
 /// Separator between the texts of several chunks of one document result.
 const ELLIPSIS: &str = "\n…\n";
@@ -102,15 +107,36 @@ pub struct ChunkExplanation {
     pub chunk_id: ChunkId,
     /// Its span.
     pub span: Span,
-    /// Its BM25 score (BM25 mode).
+    /// Its BM25 score (BM25 and hybrid modes; absent when it matched no query term).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bm25: Option<f32>,
-    /// Its cosine similarity to the query (dense mode).
+    /// Its cosine similarity to the query (dense and hybrid modes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dense: Option<f32>,
+    /// Its rank in the BM25 list (hybrid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bm25_rank: Option<usize>,
+    /// Its rank in the dense list (hybrid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense_rank: Option<usize>,
+    /// Its fused score (hybrid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fused: Option<f32>,
     /// Per matching term (BM25 mode).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub terms: Vec<TermExplanation>,
+}
+
+/// Chunk scores of one query, with what explanations need.
+#[derive(Default)]
+struct Scored {
+    terms: Vec<(String, u32)>,
+    names: Vec<String>,
+    stats: ckeep_core::LexicalStats,
+    postings: Vec<Vec<ckeep_core::Posting>>,
+    hits: Vec<ChunkHit>,
+    fused: Option<HashMap<ChunkId, FusedParts>>,
+    dense_only: bool,
 }
 
 impl<S: StoreRead> Engine<S> {
@@ -132,43 +158,13 @@ impl<S: StoreRead> Engine<S> {
                 return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
             }
         }
-        let dense = strategy.mode == Mode::Dense;
-        let (terms, names, stats, postings, hits) = if dense {
-            let hits = self.dense_hits(&req.query)?;
-            (Vec::new(), Vec::new(), ckeep_core::LexicalStats::default(), Vec::new(), hits)
-        } else {
-            let (terms, _) = self.analyzer.term_counts(&req.query);
-            let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
-            let (stats, postings) = self.store.postings(PLAIN_FIELD, &names)?;
-            let hits = self.bm25.score(&terms, &postings, stats);
-            (terms, names, stats, postings, hits)
-        };
+        let scored = self.score(&req.query, &strategy)?;
         let groups: Vec<DocHit> = match strategy.level {
-            Level::Chunk => top_k(hits, strategy.k)
+            Level::Chunk => top_k(scored.hits.clone(), strategy.k)
                 .into_iter()
                 .map(|h| DocHit { doc: h.doc, score: h.score, chunks: vec![h] })
                 .collect(),
-            Level::Doc => strategy.agg.rank(hits, strategy.k),
-        };
-        let explain = |chunks: &[(ChunkHit, Span)]| Explanation {
-            mode: strategy.mode.to_string(),
-            query_terms: names.clone(),
-            model: self.embedder.as_ref().filter(|_| dense).map(|e| e.info().name.clone()),
-            aggregation: (strategy.level == Level::Doc).then(|| strategy.agg.to_string()),
-            chunks: chunks
-                .iter()
-                .map(|(h, span)| ChunkExplanation {
-                    chunk_id: h.chunk,
-                    span: *span,
-                    bm25: (!dense).then_some(h.score),
-                    dense: dense.then_some(h.score),
-                    terms: if dense {
-                        Vec::new()
-                    } else {
-                        self.bm25.explain(&terms, &postings, stats, h.chunk)
-                    },
-                })
-                .collect(),
+            Level::Doc => strategy.agg.rank(scored.hits.clone(), strategy.k),
         };
         let mut results = Vec::with_capacity(groups.len());
         for (i, group) in groups.into_iter().enumerate() {
@@ -202,10 +198,75 @@ impl<S: StoreRead> Engine<S> {
                     .iter()
                     .map(|(h, span)| ResultChunk { chunk_id: h.chunk, span: *span, score: h.score })
                     .collect(),
-                explain: req.explain.then(|| explain(&with_spans)),
+                explain: req.explain.then(|| self.explain(&scored, &strategy, &with_spans)),
             });
         }
         Ok(SearchResponse { query: req.query.clone(), strategy: strategy.to_string(), results })
+    }
+
+    /// Scores chunks as the strategy's mode says.
+    fn score(&self, query: &str, strategy: &Strategy) -> Result<Scored> {
+        if strategy.mode == Mode::Dense {
+            return Ok(Scored {
+                hits: self.dense_hits(query)?,
+                dense_only: true,
+                ..Scored::default()
+            });
+        }
+        let (terms, _) = self.analyzer.term_counts(query);
+        let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
+        let (stats, postings) = self.store.postings(PLAIN_FIELD, &names)?;
+        let mut hits = self.bm25.score(&terms, &postings, stats);
+        let mut fused = None;
+        if let Mode::Hybrid(fusion) = strategy.mode {
+            let dense_hits = self.dense_hits(query)?;
+            let (f, parts) = fusion.fuse(hits, dense_hits, FUSION_DEPTH.max(10 * strategy.k));
+            hits = f;
+            fused = Some(parts);
+        }
+        Ok(Scored { terms, names, stats, postings, hits, fused, dense_only: false })
+    }
+
+    /// Every score component of the chunks behind one result.
+    fn explain(
+        &self,
+        scored: &Scored,
+        strategy: &Strategy,
+        chunks: &[(ChunkHit, Span)],
+    ) -> Explanation {
+        let chunk = |(h, span): &(ChunkHit, Span)| {
+            let parts = scored.fused.as_ref().and_then(|p| p.get(&h.chunk));
+            let (bm25, dense) = match parts {
+                Some(p) => (p.bm25.map(|b| b.0), p.dense.map(|d| d.0)),
+                None if scored.dense_only => (None, Some(h.score)),
+                None => (Some(h.score), None),
+            };
+            ChunkExplanation {
+                chunk_id: h.chunk,
+                span: *span,
+                bm25,
+                dense,
+                bm25_rank: parts.and_then(|p| p.bm25.map(|b| b.1)),
+                dense_rank: parts.and_then(|p| p.dense.map(|d| d.1)),
+                fused: parts.map(|p| p.fused),
+                terms: if bm25.is_some() {
+                    self.bm25.explain(&scored.terms, &scored.postings, scored.stats, h.chunk)
+                } else {
+                    Vec::new()
+                },
+            }
+        };
+        Explanation {
+            mode: strategy.mode.to_string(),
+            query_terms: scored.names.clone(),
+            model: self
+                .embedder
+                .as_ref()
+                .filter(|_| strategy.mode.needs_model())
+                .map(|e| e.info().name.clone()),
+            aggregation: (strategy.level == Level::Doc).then(|| strategy.agg.to_string()),
+            chunks: chunks.iter().map(chunk).collect(),
+        }
     }
 
     fn doc_id(&self, key: DocKey) -> Result<String> {

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ckeep_index::Aggregation;
+use ckeep_index::{Aggregation, Fusion};
 use ckeep_text::ChunkerSpec;
 
 use crate::Error;
@@ -26,6 +26,8 @@ pub enum Mode {
     Bm25,
     /// Cosine similarity of embeddings (exact scan).
     Dense,
+    /// BM25 and dense lists fused (`hybrid`, `hybrid:rrf[=K]`, `hybrid:linear=W`).
+    Hybrid(Fusion),
 }
 
 /// What a result is.
@@ -77,7 +79,9 @@ impl Strategy {
     pub const HELP: &'static str = "\
 chunker=SPEC   chunker the index must be built with (default: the store's)
 model=NAME     embedding model (a name, directory or URL; default: the store's)
-mode=bm25|dense  scoring: BM25, or cosine of embeddings (default bm25)
+mode=bm25|dense|hybrid[:rrf[=K]|:linear=W]
+               scoring: BM25, cosine of embeddings, or both fused by reciprocal rank
+               (K = 60) or by W·dense + (1−W)·BM25 on min–max normalised scores (default bm25)
 level=chunk|doc  rank chunks, or documents from their chunks (default chunk)
 agg=max|mean:K|sum  chunk-to-document aggregation for level=doc (default max)
 k=N            number of results (default 10)";
@@ -94,11 +98,19 @@ k=N            number of results (default 10)";
     }
 }
 
+impl Mode {
+    /// Whether the mode embeds the query (dense or hybrid).
+    pub fn needs_model(self) -> bool {
+        !matches!(self, Mode::Bm25)
+    }
+}
+
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Mode::Bm25 => f.write_str("bm25"),
             Mode::Dense => f.write_str("dense"),
+            Mode::Hybrid(fusion) => write!(f, "hybrid:{fusion}"),
         }
     }
 }
@@ -109,10 +121,15 @@ impl FromStr for Mode {
         match s {
             "bm25" => Ok(Mode::Bm25),
             "dense" => Ok(Mode::Dense),
-            "hybrid" => {
-                Err("mode `hybrid` is not available in this build yet; use bm25 or dense".into())
-            }
-            _ => Err(format!("unknown mode `{s}`; expected bm25 or dense")),
+            "hybrid" => Ok(Mode::Hybrid(Fusion::default())),
+            _ => match s.strip_prefix("hybrid:") {
+                Some(f) => {
+                    f.parse().map(Mode::Hybrid).map_err(|e: ckeep_index::Error| e.to_string())
+                }
+                None => Err(format!(
+                    "unknown mode `{s}`; expected bm25, dense or hybrid[:rrf|:linear=W]"
+                )),
+            },
         }
     }
 }
@@ -242,8 +259,8 @@ mod tests {
     #[test]
     fn errors_say_what_is_wrong() {
         for (spec, needle) in [
-            ("mode=hybrid", "not available in this build"),
-            ("mode=sparse", "expected bm25 or dense"),
+            ("mode=hybrid:linear=3", "linear=W"),
+            ("mode=sparse", "expected bm25, dense or hybrid"),
             ("expand=window:2", "not available in this build"),
             ("k=0", "out of range"),
             ("k=ten", "whole number"),

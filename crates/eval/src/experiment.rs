@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ckeep_embed::Embedder;
-use ckeep_engine::{Engine, Mode, SearchRequest, Strategy};
+use ckeep_engine::{Engine, SearchRequest, Strategy};
 use ckeep_store::SqliteStore;
 use ckeep_text::ChunkerSpec;
 use serde::Serialize;
@@ -77,10 +77,10 @@ pub fn run(
     models: ModelLoader<'_>,
     progress: Progress<'_>,
 ) -> Result<Comparison, ckeep_engine::Error> {
-    if let Some(s) = strategies.iter().find(|s| s.mode == Mode::Dense && s.model.is_none()) {
+    if let Some(s) = strategies.iter().find(|s| s.mode.needs_model() && s.model.is_none()) {
         return Err(ckeep_engine::Error::Strategy {
             spec: s.to_string(),
-            message: "mode=dense needs a model: add model=NAME (or pass --model)".into(),
+            message: format!("mode={} needs a model: add model=NAME (or pass --model)", s.mode),
         });
     }
     let depth = metrics

@@ -16,10 +16,12 @@
 mod aggregate;
 mod analyzer;
 mod bm25;
+mod fusion;
 
 pub use aggregate::{Aggregation, DocHit};
 pub use analyzer::Analyzer;
 pub use bm25::{Bm25, TermExplanation};
+pub use fusion::{FusedParts, Fusion, RRF_K};
 
 /// Invalid retrieval parameters (always the user's error).
 #[derive(Debug, thiserror::Error)]

@@ -108,7 +108,7 @@ fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::R
     };
     let mut strategies = args.strategies.clone();
     for s in &mut strategies {
-        if s.mode == ckeep_engine::Mode::Dense && s.model.is_none() {
+        if s.mode.needs_model() && s.model.is_none() {
             s.model.clone_from(&args.model);
         }
     }

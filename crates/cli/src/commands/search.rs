@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use ckeep_engine::{Mode, SearchRequest};
+use ckeep_engine::SearchRequest;
 use ckeep_store::StoreRead;
 
 use crate::args::SearchArgs;
@@ -33,7 +33,7 @@ pub fn run(
         strategy.model = Some(m);
     }
     // The model is loaded only when the query needs it.
-    if strategy.mode == Mode::Dense {
+    if strategy.mode.needs_model() {
         let spec = match &strategy.model {
             Some(m) => Some(m.clone()),
             None => super::stored_model(&engine.store().manifest()?),
@@ -72,21 +72,19 @@ pub fn run(
                         )
                     })
                     .collect();
-                match (c.bm25, c.dense) {
-                    (Some(b), _) => outln!(
-                        "     chunk {} [{}] bm25 {b:.4}: {}",
-                        c.chunk_id,
-                        c.span,
-                        terms.join(", ")
-                    ),
-                    (None, Some(d)) => outln!(
-                        "     chunk {} [{}] cosine {d:.4} ({})",
-                        c.chunk_id,
-                        c.span,
-                        ex.model.as_deref().unwrap_or("")
-                    ),
-                    (None, None) => {}
+                let mut parts = Vec::new();
+                if let Some(f) = c.fused {
+                    parts.push(format!("fused {f:.4}"));
                 }
+                if let Some(d) = c.dense {
+                    let rank = c.dense_rank.map(|r| format!(" (#{r})")).unwrap_or_default();
+                    parts.push(format!("cosine {d:.4}{rank}"));
+                }
+                if let Some(b) = c.bm25 {
+                    let rank = c.bm25_rank.map(|r| format!(" (#{r})")).unwrap_or_default();
+                    parts.push(format!("bm25 {b:.4}{rank}: {}", terms.join(", ")));
+                }
+                outln!("     chunk {} [{}] {}", c.chunk_id, c.span, parts.join("; "));
             }
         }
     }

@@ -83,6 +83,22 @@ fn dense_search_with_the_stores_model_and_its_cache() {
     assert!(
         (ex["chunks"][0]["dense"].as_f64().unwrap() - top["score"].as_f64().unwrap()).abs() < 1e-6
     );
+    // Hybrid: both lists fused by reciprocal rank; the explanation shows every component.
+    let res = json(
+        &store,
+        &["search", "Which team won Super Bowl 50?", "--mode", "hybrid", "-k", "3", "--explain"],
+    );
+    assert_eq!(res["strategy"], "mode=hybrid:rrf,level=chunk,k=3");
+    let c = &res["results"][0]["explain"]["chunks"][0];
+    let (b, d) = (c["bm25_rank"].as_f64().unwrap(), c["dense_rank"].as_f64().unwrap());
+    let fused = c["fused"].as_f64().unwrap();
+    assert!((fused - (1.0 / (60.0 + b) + 1.0 / (60.0 + d))).abs() < 1e-6, "{c}");
+    assert!(c["terms"].as_array().is_some_and(|t| !t.is_empty()) && c["dense"].is_number());
+    let res = json(
+        &store,
+        &["search", "Super Bowl", "--strategy", "mode=hybrid:linear=0.5,level=doc", "-k", "2"],
+    );
+    assert_eq!(res["results"][0]["doc_id"], "Super_Bowl_50");
     // The same texts again, into a second store with the same cache: nothing is recomputed.
     let again = dir.path().join("s2");
     std::fs::copy(store.with_extension("cache.sqlite"), again.with_extension("cache.sqlite"))
