@@ -271,6 +271,11 @@ pub struct SearchArgs {
     /// best K chunks) or sum.
     #[arg(long = "aggregate", alias = "agg", value_name = "AGG", value_parser = parse_agg)]
     pub agg: Option<Aggregation>,
+    /// After ranking, grow each hit into its context: window:W (W sentences on each side),
+    /// parent, doc, or merge:R (auto-merge into parents when more than R of their children are
+    /// hits). Overlapping contexts of one document are merged.
+    #[arg(long, value_name = "EXPANSION", value_parser = parse_expansion)]
+    pub expand: Option<ckeep_engine::Expansion>,
     /// A whole strategy spec; the flags above override its parts.
     #[arg(long, value_name = "SPEC", value_parser = parse_strategy, long_help = strategy_help())]
     pub strategy: Option<Strategy>,
@@ -291,6 +296,10 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 }
 
 fn parse_level(s: &str) -> Result<Level, String> {
+    s.parse()
+}
+
+fn parse_expansion(s: &str) -> Result<ckeep_engine::Expansion, String> {
     s.parse()
 }
 

@@ -21,6 +21,7 @@
 //! ```
 
 mod dense;
+mod expand;
 mod ingest;
 mod search;
 mod strategy;
@@ -31,6 +32,7 @@ use ckeep_embed::Embedder;
 use ckeep_index::{Analyzer, Bm25};
 use ckeep_store::VectorMatrix;
 
+pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
 pub use search::{SearchRequest, SearchResponse, SearchResult};
 pub use strategy::{Level, MAX_K, Mode, Strategy};

@@ -8,6 +8,7 @@ use ckeep_index::{DocHit, FusedParts, TermExplanation, top_k};
 use ckeep_store::StoreRead;
 use serde::Serialize;
 
+use crate::expand::Context;
 use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Strategy};
 
 /// Longest query accepted, in bytes.
@@ -96,6 +97,9 @@ pub struct Explanation {
     /// How the document score was formed from chunk scores (document level only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregation: Option<String>,
+    /// How the hits were grown into the returned context, if they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expansion: Option<String>,
     /// Per chunk, each matching term's part of its BM25 score.
     pub chunks: Vec<ChunkExplanation>,
 }
@@ -166,39 +170,56 @@ impl<S: StoreRead> Engine<S> {
                 .collect(),
             Level::Doc => strategy.agg.rank(scored.hits.clone(), strategy.k),
         };
-        let mut results = Vec::with_capacity(groups.len());
-        for (i, group) in groups.into_iter().enumerate() {
+        let mut contexts = Vec::with_capacity(groups.len());
+        for group in groups {
             let ids: Vec<ChunkId> = group.chunks.iter().map(|h| h.chunk).collect();
             let records = self.store.chunks_by_id(&ids)?;
-            let with_spans: Vec<(ChunkHit, Span)> = group
+            let chunks: Vec<(ChunkHit, Span)> = group
                 .chunks
                 .iter()
                 .filter_map(|h| {
                     records.iter().find(|r| r.id == h.chunk).map(|r| (*h, r.chunk.span))
                 })
                 .collect();
-            let mut spans: Vec<Span> = with_spans.iter().map(|(_, s)| *s).collect();
+            let mut spans: Vec<Span> = chunks.iter().map(|(_, s)| *s).collect();
             spans.sort_unstable();
-            let texts = spans
+            contexts.push(Context {
+                doc: group.doc,
+                score: group.score,
+                spans,
+                chunks,
+                headings: records.first().map(|r| r.chunk.heading_path()).unwrap_or_default(),
+                node: None,
+            });
+        }
+        let contexts = self.expand(contexts, strategy.expand)?;
+        let mut results = Vec::with_capacity(contexts.len());
+        let mut ids: HashMap<DocKey, String> = HashMap::new();
+        for (i, c) in contexts.into_iter().enumerate() {
+            let texts = c
+                .spans
                 .iter()
-                .map(|s| self.store.span_text(group.doc, *s))
+                .map(|s| self.store.span_text(c.doc, *s))
                 .collect::<Result<Vec<_>, _>>()?;
-            let doc_id = match records.first() {
-                Some(r) => r.doc_id.clone(),
-                None => self.doc_id(group.doc)?,
+            let doc_id = match ids.entry(c.doc) {
+                std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(self.doc_id(c.doc)?).clone()
+                }
             };
             results.push(SearchResult {
                 rank: i + 1,
                 doc_id,
-                score: group.score,
+                score: c.score,
                 text: texts.join(ELLIPSIS),
-                spans,
-                headings: records.first().map(|r| r.chunk.heading_path()).unwrap_or_default(),
-                chunks: with_spans
+                spans: c.spans,
+                headings: c.headings,
+                chunks: c
+                    .chunks
                     .iter()
                     .map(|(h, span)| ResultChunk { chunk_id: h.chunk, span: *span, score: h.score })
                     .collect(),
-                explain: req.explain.then(|| self.explain(&scored, &strategy, &with_spans)),
+                explain: req.explain.then(|| self.explain(&scored, &strategy, &c.chunks)),
             });
         }
         Ok(SearchResponse { query: req.query.clone(), strategy: strategy.to_string(), results })
@@ -265,6 +286,8 @@ impl<S: StoreRead> Engine<S> {
                 .filter(|_| strategy.mode.needs_model())
                 .map(|e| e.info().name.clone()),
             aggregation: (strategy.level == Level::Doc).then(|| strategy.agg.to_string()),
+            expansion: (strategy.expand != crate::Expansion::None)
+                .then(|| strategy.expand.to_string()),
             chunks: chunks.iter().map(chunk).collect(),
         }
     }

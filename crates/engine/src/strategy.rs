@@ -12,9 +12,10 @@ use ckeep_index::{Aggregation, Fusion};
 use ckeep_text::ChunkerSpec;
 
 use crate::Error;
+use crate::expand::Expansion;
 
-/// Keys of the spec; `repr`, `summarizer` and `expand` are reserved for the representation and
-/// context-expansion parts and refused with a clear message until they exist.
+/// Keys of the spec; `repr` and `summarizer` are reserved for the representation part and
+/// refused with a clear message until it exists.
 const KEYS: [&str; 9] =
     ["chunker", "model", "repr", "summarizer", "mode", "level", "agg", "expand", "k"];
 
@@ -56,6 +57,8 @@ pub struct Strategy {
     pub agg: Aggregation,
     /// Number of results (default 10).
     pub k: usize,
+    /// How each result grows into its context after ranking (default none).
+    pub expand: Expansion,
 }
 
 /// Largest `k` accepted.
@@ -70,6 +73,7 @@ impl Default for Strategy {
             level: Level::Chunk,
             agg: Aggregation::Max,
             k: 10,
+            expand: Expansion::None,
         }
     }
 }
@@ -84,7 +88,11 @@ mode=bm25|dense|hybrid[:rrf[=K]|:linear=W]
                (K = 60) or by W·dense + (1−W)·BM25 on min–max normalised scores (default bm25)
 level=chunk|doc  rank chunks, or documents from their chunks (default chunk)
 agg=max|mean:K|sum  chunk-to-document aggregation for level=doc (default max)
-k=N            number of results (default 10)";
+k=N            number of results (default 10)
+expand=window:W|parent|doc|merge:R
+               after ranking, grow each hit: W sentences each side, its parent chunk, the
+               whole document, or auto-merge into parents when more than R of their children
+               are hits (the parent keeps its best child's score); overlaps merged";
 
     /// Checks `k` and returns the strategy.
     pub fn validate(self) -> Result<Self, Error> {
@@ -166,6 +174,9 @@ impl fmt::Display for Strategy {
         if self.level == Level::Doc {
             write!(f, ",agg={}", self.agg)?;
         }
+        if self.expand != Expansion::None {
+            write!(f, ",expand={}", self.expand)?;
+        }
         write!(f, ",k={}", self.k)
     }
 }
@@ -209,6 +220,7 @@ impl FromStr for Strategy {
                 "mode" => s.mode = value.parse().map_err(err)?,
                 "model" if value.is_empty() => return Err(err("model= needs a name".into())),
                 "model" => s.model = Some(value),
+                "expand" => s.expand = value.parse().map_err(err)?,
                 "level" => s.level = value.parse().map_err(err)?,
                 "agg" => {
                     s.agg = value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?;
@@ -261,7 +273,8 @@ mod tests {
         for (spec, needle) in [
             ("mode=hybrid:linear=3", "linear=W"),
             ("mode=sparse", "expected bm25, dense or hybrid"),
-            ("expand=window:2", "not available in this build"),
+            ("expand=window:x", "unknown expansion"),
+            ("repr=late", "not available in this build"),
             ("k=0", "out of range"),
             ("k=ten", "whole number"),
             ("level=para", "expected chunk or doc"),

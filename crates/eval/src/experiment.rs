@@ -34,6 +34,8 @@ pub struct StrategyResult {
     pub run: Run,
     /// Seconds spent querying.
     pub query_seconds: f64,
+    /// Mean words of context a reader gets: the text of the top `context_k` results, per query.
+    pub context_words: f64,
 }
 
 /// A whole comparison.
@@ -47,6 +49,8 @@ pub struct Comparison {
     pub queries: usize,
     /// Metrics, in order.
     pub metrics: Vec<String>,
+    /// The cut-off of `context_words`: the largest `contain@k`, else 10.
+    pub context_k: usize,
     /// One entry per strategy, in the order given.
     pub strategies: Vec<StrategyResult>,
 }
@@ -96,6 +100,11 @@ pub fn run(
         .max()
         .unwrap_or(0)
         .max(MIN_DEPTH);
+    let context_k = metrics
+        .iter()
+        .filter_map(|m| if let Metric::Contain(k) = m { Some(*k) } else { None })
+        .max()
+        .unwrap_or(10);
     let mut engines: BTreeMap<String, Engine<SqliteStore>> = BTreeMap::new();
     for s in strategies {
         let key = index_key(s);
@@ -131,6 +140,11 @@ pub fn run(
             contexts.push(results.into_iter().map(|r| r.text).collect());
             progress(&format!("querying {s}"), i as u64 + 1, total);
         }
+        let context_words = contexts
+            .iter()
+            .map(|c| c.iter().take(context_k).map(|t| t.split_whitespace().count()).sum::<usize>())
+            .sum::<usize>() as f64
+            / contexts.len().max(1) as f64;
         let mut evaluation = evaluate(&dataset.qrels, &run, metrics);
         fill_containment(&mut evaluation, metrics, dataset, &contexts);
         let p_values = match results.first() {
@@ -149,6 +163,7 @@ pub fn run(
             p_values,
             run,
             query_seconds: started.elapsed().as_secs_f64(),
+            context_words,
         });
     }
     Ok(Comparison {
@@ -156,6 +171,7 @@ pub fn run(
         documents: dataset.docs.len(),
         queries: dataset.queries.len(),
         metrics: metrics.iter().map(ToString::to_string).collect(),
+        context_k,
         strategies: results,
     })
 }

@@ -14,8 +14,9 @@ const ALPHA: f64 = 0.05;
 /// p-value against the first (`†` when below 0.05).
 pub fn markdown_table(c: &Comparison) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "| strategy | {} |", c.metrics.join(" | "));
-    let _ = writeln!(out, "|---|{}", "---|".repeat(c.metrics.len()));
+    let _ =
+        writeln!(out, "| strategy | {} | context words@{} |", c.metrics.join(" | "), c.context_k);
+    let _ = writeln!(out, "|---|{}---|", "---|".repeat(c.metrics.len()));
     let best: Vec<f64> = (0..c.metrics.len())
         .map(|m| {
             c.strategies.iter().map(|s| s.evaluation.means[m]).fold(f64::NEG_INFINITY, f64::max)
@@ -36,7 +37,8 @@ pub fn markdown_table(c: &Comparison) -> String {
                 cell
             })
             .collect();
-        let _ = writeln!(out, "| `{}` | {} |", s.strategy, cells.join(" | "));
+        let _ =
+            writeln!(out, "| `{}` | {} | {:.0} |", s.strategy, cells.join(" | "), s.context_words);
     }
     out
 }

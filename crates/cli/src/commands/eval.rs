@@ -151,10 +151,11 @@ fn print_comparison(c: &Comparison, out: &Output) -> anyhow::Result<()> {
                     "means": by_metric(&c.metrics, &s.evaluation.means),
                     "p_values": by_metric(&c.metrics, &s.p_values),
                     "query_seconds": s.query_seconds,
+                    "context_words": s.context_words,
                 })
             })
             .collect();
-        out.print_json(&serde_json::json!({"dataset": c.dataset, "documents": c.documents, "queries": c.queries, "metrics": c.metrics, "strategies": strategies}))?;
+        out.print_json(&serde_json::json!({"dataset": c.dataset, "documents": c.documents, "queries": c.queries, "metrics": c.metrics, "context_k": c.context_k, "strategies": strategies}))?;
     } else {
         outln!("{} — {} documents, {} queries", c.dataset, c.documents, c.queries);
         outln!("{}", report::markdown_table(c));

@@ -28,6 +28,9 @@ pub fn run(
     if let Some(agg) = args.agg {
         strategy.agg = agg;
     }
+    if let Some(expand) = args.expand {
+        strategy.expand = expand;
+    }
     let mut engine = super::open(store)?;
     if let Some(m) = args.model.clone().or_else(|| strategy.model.clone()) {
         strategy.model = Some(m);

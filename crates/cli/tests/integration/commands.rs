@@ -106,7 +106,7 @@ fn exit_codes_and_json_errors() {
     assert_eq!(fails(&store, &["frobnicate"]).0, 2);
     assert_eq!(fails(&store, &["search"]).0, 2, "missing query");
     assert_eq!(fails(&store, &["search", "x", "-k", "0"]).0, 2);
-    assert_eq!(fails(&store, &["search", "x", "--mode", "hybrid"]).0, 2);
+    assert_eq!(fails(&store, &["search", "x", "--mode", "hybrid:max"]).0, 2);
     let (code, err) = fails(&store, &["search", "x"]);
     assert_eq!(code, 1);
     assert!(err.contains("no store at"), "{err}");

@@ -5,6 +5,7 @@ mod bad_input;
 mod commands;
 mod durability;
 mod eval;
+mod expansion;
 mod models;
 mod real_data;
 
