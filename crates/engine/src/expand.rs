@@ -57,6 +57,24 @@ struct DocTree {
     chunks: Vec<StoredChunk>,
     text_len: usize,
     sentences: Vec<Span>,
+    /// The deepest chunk of each span (children follow parents in pre-order).
+    by_span: HashMap<Span, u32>,
+    /// Number of children of each chunk.
+    children: Vec<u32>,
+}
+
+impl DocTree {
+    fn new(chunks: Vec<StoredChunk>, text_len: usize, sentences: Vec<Span>) -> Self {
+        let mut children = vec![0u32; chunks.len()];
+        let mut by_span = HashMap::with_capacity(chunks.len());
+        for (i, c) in chunks.iter().enumerate() {
+            by_span.insert(c.chunk.span, i as u32);
+            if let Some(p) = c.chunk.parent.and_then(|p| children.get_mut(p as usize)) {
+                *p += 1;
+            }
+        }
+        Self { chunks, text_len, sentences, by_span, children }
+    }
 }
 
 impl<S: StoreRead> Engine<S> {
@@ -97,7 +115,7 @@ impl<S: StoreRead> Engine<S> {
                 Vec::new()
             }
         };
-        Ok(DocTree { chunks: self.store.chunks_of(&id)?, text_len: text.len(), sentences })
+        Ok(DocTree::new(self.store.chunks_of(&id)?, text.len(), sentences))
     }
 }
 
@@ -124,18 +142,20 @@ fn grow(span: Span, tree: &DocTree, expansion: Expansion) -> Span {
     }
 }
 
-/// The deepest chunk with exactly this span (children follow parents in pre-order).
+/// The deepest chunk with exactly this span.
 fn node_of(tree: &DocTree, span: Span) -> Option<u32> {
-    tree.chunks.iter().rposition(|c| c.chunk.span == span).map(|i| i as u32)
+    tree.by_span.get(&span).copied()
 }
 
 /// Auto-merging: hits whose parent has more than `ratio` of its children among the hits are
-/// replaced by the parent (scored by its best retrieved child), until nothing changes.
+/// replaced by the parent (scored by its best retrieved child), level by level until nothing
+/// changes. Parents are visited in (document, ordinal) order, so the outcome is deterministic.
 fn merge_up(contexts: Vec<Context>, trees: &HashMap<DocKey, DocTree>, ratio: f32) -> Vec<Context> {
     let mut items = contexts;
     loop {
         // (doc, parent ordinal) → indices of items that are its children.
-        let mut by_parent: HashMap<(DocKey, u32), Vec<usize>> = HashMap::new();
+        let mut by_parent: std::collections::BTreeMap<(DocKey, u32), Vec<usize>> =
+            std::collections::BTreeMap::new();
         for (i, c) in items.iter().enumerate() {
             let tree = &trees[&c.doc];
             let node = match (c.node, c.spans.as_slice()) {
@@ -147,31 +167,36 @@ fn merge_up(contexts: Vec<Context>, trees: &HashMap<DocKey, DocTree>, ratio: f32
                 by_parent.entry((c.doc, parent)).or_default().push(i);
             }
         }
-        let winner = by_parent.into_iter().find(|((doc, parent), kids)| {
-            let total =
-                trees[doc].chunks.iter().filter(|c| c.chunk.parent == Some(*parent)).count();
-            total > 0 && kids.len() as f32 > ratio * total as f32
-        });
-        let Some(((doc, parent), kids)) = winner else { return items };
-        let parent_chunk = &trees[&doc].chunks[parent as usize].chunk;
-        let mut merged = Context {
-            doc,
-            score: kids.iter().map(|&i| items[i].score).fold(f32::NEG_INFINITY, f32::max),
-            spans: vec![parent_chunk.span],
-            chunks: kids.iter().flat_map(|&i| items[i].chunks.clone()).collect(),
-            headings: parent_chunk.heading_path(),
-            node: Some(parent),
-        };
-        merged.chunks.sort_by(|a, b| ckeep_core::rank_order(&a.0, &b.0));
-        let first = *kids.iter().min().unwrap_or(&0);
+        let merges: Vec<((DocKey, u32), Vec<usize>)> = by_parent
+            .into_iter()
+            .filter(|((doc, parent), kids)| {
+                let total = trees[doc].children[*parent as usize];
+                total > 0 && kids.len() as f32 > ratio * total as f32
+            })
+            .collect();
+        if merges.is_empty() {
+            return items;
+        }
+        let mut replaced = vec![false; items.len()];
         let mut next = Vec::with_capacity(items.len());
-        for (i, c) in items.into_iter().enumerate() {
-            if i == first {
-                next.push(merged.clone());
-            } else if !kids.contains(&i) {
-                next.push(c);
+        for ((doc, parent), kids) in merges {
+            let parent_chunk = &trees[&doc].chunks[parent as usize].chunk;
+            let mut chunks: Vec<(ChunkHit, Span)> =
+                kids.iter().flat_map(|&i| items[i].chunks.clone()).collect();
+            chunks.sort_by(|a, b| ckeep_core::rank_order(&a.0, &b.0));
+            next.push(Context {
+                doc,
+                score: kids.iter().map(|&i| items[i].score).fold(f32::NEG_INFINITY, f32::max),
+                spans: vec![parent_chunk.span],
+                chunks,
+                headings: parent_chunk.heading_path(),
+                node: Some(parent),
+            });
+            for i in kids {
+                replaced[i] = true;
             }
         }
+        next.extend(items.into_iter().zip(replaced).filter(|(_, r)| !r).map(|(c, _)| c));
         next.sort_by(|a, b| b.score.total_cmp(&a.score));
         items = next;
     }
