@@ -295,11 +295,7 @@ mod tests {
     #[test]
     fn window_grows_by_whole_sentences() {
         let text = "One. Two two. Three three three. Four. Five.";
-        let tree = DocTree {
-            chunks: Vec::new(),
-            text_len: text.len(),
-            sentences: ckeep_text::chunk::sentence_spans(text),
-        };
+        let tree = DocTree::new(Vec::new(), text.len(), ckeep_text::chunk::sentence_spans(text));
         let three = Span::new(14, 32);
         assert_eq!(
             grow(three, &tree, Expansion::Window(1)).slice(text),
