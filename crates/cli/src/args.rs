@@ -276,6 +276,9 @@ pub struct SearchArgs {
     /// hits). Overlapping contexts of one document are merged.
     #[arg(long, value_name = "EXPANSION", value_parser = parse_expansion)]
     pub expand: Option<ckeep_engine::Expansion>,
+    /// Exact dense scan even for collections searched through the HNSW graph (20,000+ vectors).
+    #[arg(long)]
+    pub exact: bool,
     /// A whole strategy spec; the flags above override its parts.
     #[arg(long, value_name = "SPEC", value_parser = parse_strategy, long_help = strategy_help())]
     pub strategy: Option<Strategy>,

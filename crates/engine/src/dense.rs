@@ -5,13 +5,35 @@ use std::sync::Arc;
 
 use ckeep_core::ChunkHit;
 use ckeep_embed::{Embedder, InputKind};
-use ckeep_store::{Manifest, StoreRead, VectorMatrix};
+use ckeep_index::{Hnsw, HnswParams};
+use ckeep_store::{Manifest, StoreRead, StoreWrite, VectorMatrix};
 use rayon::prelude::*;
 
 use crate::{Engine, Error, PLAIN_REPR, Result};
 
 /// Rows scored per parallel task.
 const ROWS_PER_TASK: usize = 4096;
+
+/// Collections with at least this many vectors are searched through the HNSW graph (unless the
+/// strategy says `exact`); below it an exact scan is fast enough and always right.
+pub const ANN_MIN_VECTORS: usize = 20_000;
+
+/// Beam width of HNSW searches (at least the number of candidates asked for).
+const ANN_EF: usize = 128;
+
+/// Name of the persisted graph among the store's derived blobs.
+const ANN_BLOB: &str = "hnsw:plain";
+
+/// What the persisted graph was built over: the vectors' chunk ids and dimension. A graph with
+/// another stamp is stale.
+fn stamp(m: &VectorMatrix) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(&(m.dim as u64).to_le_bytes());
+    for id in &m.ids {
+        h.update(&id.0.to_le_bytes());
+    }
+    *h.finalize().as_bytes()
+}
 
 /// Checks `embedder` against the model recorded in `manifest` (if any).
 pub(crate) fn check_model(manifest: &Manifest, embedder: &dyn Embedder) -> Result<()> {
@@ -42,8 +64,14 @@ impl<S: StoreRead> Engine<S> {
         Ok(embedder)
     }
 
-    /// Every chunk with a vector, scored by cosine similarity to the query.
-    pub(crate) fn dense_hits(&self, query: &str) -> Result<Vec<ChunkHit>> {
+    /// Chunks scored by cosine similarity to the query: every chunk (exact scan), or, for large
+    /// collections unless `exact`, the best `candidates` found through the HNSW graph.
+    pub(crate) fn dense_hits(
+        &self,
+        query: &str,
+        candidates: usize,
+        exact: bool,
+    ) -> Result<Vec<ChunkHit>> {
         let embedder = self.query_embedder()?;
         let (mut vectors, _) = embedder.embed(&[query], InputKind::Query)?;
         let mut q = vectors.pop().unwrap_or_default();
@@ -59,6 +87,18 @@ impl<S: StoreRead> Engine<S> {
                 q.len()
             )));
         }
+        if !exact && m.len() >= ANN_MIN_VECTORS {
+            let graph = self.graph(&m);
+            return Ok(graph
+                .search(&m.data, &q, candidates, ANN_EF.max(candidates))
+                .into_iter()
+                .map(|(row, score)| ChunkHit {
+                    chunk: m.ids[row as usize],
+                    doc: m.docs[row as usize],
+                    score,
+                })
+                .collect());
+        }
         let scores: Vec<f32> = m
             .data
             .par_chunks(ROWS_PER_TASK * m.dim)
@@ -69,6 +109,25 @@ impl<S: StoreRead> Engine<S> {
             .enumerate()
             .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
             .collect())
+    }
+
+    /// The HNSW graph of `m`: cached, else the persisted one if its stamp matches, else built
+    /// now (and persisted at the next ingest).
+    fn graph(&self, m: &VectorMatrix) -> Arc<Hnsw> {
+        if let Some(g) = self.ann.read().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
+        {
+            return Arc::clone(g);
+        }
+        let stamp = stamp(m);
+        let stored = self.store.aux(ANN_BLOB).ok().flatten().and_then(|bytes| {
+            (bytes.len() > 32 && bytes[..32] == stamp)
+                .then(|| Hnsw::from_bytes(&bytes[32..]))
+                .flatten()
+        });
+        let g =
+            Arc::new(stored.unwrap_or_else(|| Hnsw::build(&m.data, m.dim, HnswParams::default())));
+        *self.ann.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&g));
+        g
     }
 
     /// The store's plain vectors, L2-normalised, loaded once.
@@ -86,6 +145,29 @@ impl<S: StoreRead> Engine<S> {
         *self.dense.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
             Some(Arc::clone(&m));
         Ok(m)
+    }
+}
+
+impl<S: StoreWrite> Engine<S> {
+    /// Builds and persists the HNSW graph when the collection is large enough and the stored
+    /// graph is missing or stale; returns whether it built one.
+    pub fn refresh_vector_index(&mut self) -> Result<bool> {
+        self.forget_vectors();
+        let m = self.matrix()?;
+        if m.len() < ANN_MIN_VECTORS {
+            return Ok(false);
+        }
+        let stamp = stamp(&m);
+        if self.store.aux(ANN_BLOB)?.is_some_and(|b| b.len() > 32 && b[..32] == stamp) {
+            return Ok(false);
+        }
+        let graph = Hnsw::build(&m.data, m.dim, HnswParams::default());
+        let mut blob = stamp.to_vec();
+        blob.extend(graph.to_bytes());
+        self.store.set_aux(ANN_BLOB, &blob)?;
+        *self.ann.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(Arc::new(graph));
+        Ok(true)
     }
 }
 

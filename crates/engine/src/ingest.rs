@@ -42,6 +42,8 @@ pub struct IngestReport {
     pub cached_vectors: u64,
     /// Chunks longer than the model's input limit, embedded from their beginning only.
     pub truncated: u64,
+    /// Whether the HNSW graph was (re)built for a large collection.
+    pub vector_index_built: bool,
 }
 
 /// An ingest in progress; call [`Ingest::finish`] to write the last batch.
@@ -232,9 +234,13 @@ impl<S: StoreWrite> Ingest<'_, S> {
         Ok(spans.iter().map(|s| vectors.by_ref().take(s.len()).collect()).collect())
     }
 
-    /// Writes what is pending and returns the report.
+    /// Writes what is pending, refreshes the vector index of a large collection, and returns
+    /// the report.
     pub fn finish(mut self) -> Result<IngestReport> {
         self.flush()?;
+        if self.engine.embedder.is_some() {
+            self.report.vector_index_built = self.engine.refresh_vector_index()?;
+        }
         Ok(self.report)
     }
 }

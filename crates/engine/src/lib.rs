@@ -32,6 +32,7 @@ use ckeep_embed::Embedder;
 use ckeep_index::{Analyzer, Bm25};
 use ckeep_store::VectorMatrix;
 
+pub use dense::ANN_MIN_VECTORS;
 pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
 pub use search::{SearchRequest, SearchResponse, SearchResult};
@@ -115,6 +116,8 @@ pub struct Engine<S> {
     /// The store's plain vectors, normalised, loaded on the first dense query; dropped whenever
     /// the store may change.
     dense: RwLock<Option<Arc<VectorMatrix>>>,
+    /// The HNSW graph over those vectors, for large collections.
+    ann: RwLock<Option<Arc<ckeep_index::Hnsw>>>,
 }
 
 impl<S> Engine<S> {
@@ -126,6 +129,7 @@ impl<S> Engine<S> {
             bm25: Bm25::default(),
             embedder: None,
             dense: RwLock::new(None),
+            ann: RwLock::new(None),
         }
     }
 
@@ -162,5 +166,6 @@ impl<S> Engine<S> {
 
     fn forget_vectors(&mut self) {
         *self.dense.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        *self.ann.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 }

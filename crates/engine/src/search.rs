@@ -227,12 +227,10 @@ impl<S: StoreRead> Engine<S> {
 
     /// Scores chunks as the strategy's mode says.
     fn score(&self, query: &str, strategy: &Strategy) -> Result<Scored> {
+        let candidates = FUSION_DEPTH.max(10 * strategy.k);
         if strategy.mode == Mode::Dense {
-            return Ok(Scored {
-                hits: self.dense_hits(query)?,
-                dense_only: true,
-                ..Scored::default()
-            });
+            let hits = self.dense_hits(query, candidates, strategy.exact)?;
+            return Ok(Scored { hits, dense_only: true, ..Scored::default() });
         }
         let (terms, _) = self.analyzer.term_counts(query);
         let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
@@ -240,8 +238,8 @@ impl<S: StoreRead> Engine<S> {
         let mut hits = self.bm25.score(&terms, &postings, stats);
         let mut fused = None;
         if let Mode::Hybrid(fusion) = strategy.mode {
-            let dense_hits = self.dense_hits(query)?;
-            let (f, parts) = fusion.fuse(hits, dense_hits, FUSION_DEPTH.max(10 * strategy.k));
+            let dense_hits = self.dense_hits(query, candidates, strategy.exact)?;
+            let (f, parts) = fusion.fuse(hits, dense_hits, candidates);
             hits = f;
             fused = Some(parts);
         }

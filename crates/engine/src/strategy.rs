@@ -16,8 +16,8 @@ use crate::expand::Expansion;
 
 /// Keys of the spec; `repr` and `summarizer` are reserved for the representation part and
 /// refused with a clear message until it exists.
-const KEYS: [&str; 9] =
-    ["chunker", "model", "repr", "summarizer", "mode", "level", "agg", "expand", "k"];
+const KEYS: [&str; 10] =
+    ["chunker", "model", "repr", "summarizer", "mode", "level", "agg", "expand", "exact", "k"];
 
 /// How chunks are scored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,6 +59,8 @@ pub struct Strategy {
     pub k: usize,
     /// How each result grows into its context after ranking (default none).
     pub expand: Expansion,
+    /// Exact dense scan even where an HNSW graph would be used (default false).
+    pub exact: bool,
 }
 
 /// Largest `k` accepted.
@@ -74,6 +76,7 @@ impl Default for Strategy {
             agg: Aggregation::Max,
             k: 10,
             expand: Expansion::None,
+            exact: false,
         }
     }
 }
@@ -92,7 +95,8 @@ k=N            number of results (default 10)
 expand=window:W|parent|doc|merge:R
                after ranking, grow each hit: W sentences each side, its parent chunk, the
                whole document, or auto-merge into parents when more than R of their children
-               are hits (the parent keeps its best child's score); overlaps merged";
+               are hits (the parent keeps its best child's score); overlaps merged
+exact=true     exact dense scan even for collections searched by HNSW (20,000+ vectors)";
 
     /// Checks `k` and returns the strategy.
     pub fn validate(self) -> Result<Self, Error> {
@@ -177,6 +181,9 @@ impl fmt::Display for Strategy {
         if self.expand != Expansion::None {
             write!(f, ",expand={}", self.expand)?;
         }
+        if self.exact {
+            f.write_str(",exact=true")?;
+        }
         write!(f, ",k={}", self.k)
     }
 }
@@ -221,6 +228,15 @@ impl FromStr for Strategy {
                 "model" if value.is_empty() => return Err(err("model= needs a name".into())),
                 "model" => s.model = Some(value),
                 "expand" => s.expand = value.parse().map_err(err)?,
+                "exact" => {
+                    s.exact = match value.as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => {
+                            return Err(err(format!("exact must be true or false, got `{value}`")));
+                        }
+                    };
+                }
                 "level" => s.level = value.parse().map_err(err)?,
                 "agg" => {
                     s.agg = value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?;

@@ -17,11 +17,13 @@ mod aggregate;
 mod analyzer;
 mod bm25;
 mod fusion;
+mod hnsw;
 
 pub use aggregate::{Aggregation, DocHit};
 pub use analyzer::Analyzer;
 pub use bm25::{Bm25, TermExplanation};
 pub use fusion::{FusedParts, Fusion, RRF_K};
+pub use hnsw::{Hnsw, HnswParams};
 
 /// Invalid retrieval parameters (always the user's error).
 #[derive(Debug, thiserror::Error)]

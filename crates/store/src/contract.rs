@@ -194,6 +194,11 @@ pub fn vectors_and_summaries(store: &mut dyn StoreWrite) {
     assert_eq!(got.ids, [chunks[1].id, chunks[2].id]);
     assert_eq!(got.docs, [chunks[1].doc, chunks[1].doc]);
     assert!(store.vectors("other").unwrap().is_empty());
+    // Derived blobs: absent, stored, replaced.
+    assert_eq!(store.aux("hnsw:plain").unwrap(), None);
+    store.set_aux("hnsw:plain", &[1, 2, 3]).unwrap();
+    store.set_aux("hnsw:plain", &[4, 5]).unwrap();
+    assert_eq!(store.aux("hnsw:plain").unwrap(), Some(vec![4, 5]));
     assert_eq!(store.summaries("a").unwrap(), w.summaries);
     let s = store.stats().unwrap();
     assert_eq!(s.representations[0].vectors, 2);

@@ -119,12 +119,17 @@ pub trait StoreRead {
     fn stats(&self) -> Result<StoreStats>;
     /// Verifies every invariant; the report lists what is wrong (empty when healthy).
     fn check(&self) -> Result<CheckReport>;
+    /// A named blob of derived data kept with the store (e.g. an HNSW graph), or `None`.
+    fn aux(&self, name: &str) -> Result<Option<Vec<u8>>>;
 }
 
 /// Writing to a store. Every method is atomic: it fully happens or not at all.
 pub trait StoreWrite: StoreRead {
     /// Replaces the manifest.
     fn set_manifest(&mut self, manifest: &Manifest) -> Result<()>;
+    /// Stores (or replaces) a named blob of derived data; its owner stamps it to detect
+    /// staleness.
+    fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()>;
     /// Adds documents, replacing any stored under the same id, in one transaction.
     fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()>;
     /// Removes documents and everything derived from them; returns how many existed.

@@ -31,6 +31,7 @@ pub fn run(
     if let Some(expand) = args.expand {
         strategy.expand = expand;
     }
+    strategy.exact |= args.exact;
     let mut engine = super::open(store)?;
     if let Some(m) = args.model.clone().or_else(|| strategy.model.clone()) {
         strategy.model = Some(m);

@@ -65,6 +65,10 @@ impl SqliteStore {
             store.init()?;
         } else {
             store.verify_schema()?;
+            // Stores written before the aux table existed get it on first open.
+            store.conn.execute_batch(
+                "CREATE TABLE IF NOT EXISTS aux (name TEXT PRIMARY KEY, data BLOB NOT NULL);",
+            )?;
         }
         Ok(store)
     }
@@ -498,11 +502,24 @@ impl StoreRead for SqliteStore {
     fn check(&self) -> Result<CheckReport> {
         check::run(&self.conn)
     }
+
+    fn aux(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let mut stmt = self.conn.prepare_cached("SELECT data FROM aux WHERE name = ?1")?;
+        Ok(stmt.query_row([name], |r| r.get(0)).optional()?)
+    }
 }
 
 impl StoreWrite for SqliteStore {
     fn set_manifest(&mut self, manifest: &Manifest) -> Result<()> {
         put_manifest(&self.conn, manifest)
+    }
+
+    fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO aux (name, data) VALUES (?1, ?2)",
+            params![name, data],
+        )?;
+        Ok(())
     }
 
     fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()> {

@@ -1,6 +1,9 @@
 -- Context Keeper store, schema version 1.
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
+-- Derived data kept with the store (e.g. an HNSW graph), each stamped by its owner.
+CREATE TABLE IF NOT EXISTS aux (name TEXT PRIMARY KEY, data BLOB NOT NULL);
+
 CREATE TABLE documents (
     key      INTEGER PRIMARY KEY AUTOINCREMENT,
     id       TEXT NOT NULL UNIQUE,

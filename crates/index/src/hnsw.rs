@@ -1,0 +1,400 @@
+//! Approximate nearest neighbours by HNSW (Malkov & Yashunin, 2018) over L2-normalised vectors
+//! (cosine = dot product), for collections where an exact scan is too slow.
+//!
+//! Layers are assigned with a seeded generator, so the same vectors give the same graph; the
+//! graph serialises to bytes ([`Hnsw::to_bytes`]) so a store can keep it beside its vectors.
+//! Neighbours are chosen by the paper's heuristic (keep a candidate only if it is closer to the
+//! new point than to every neighbour kept so far), which is what makes recall hold up on
+//! clustered real data.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// Build and search parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HnswParams {
+    /// Neighbours per node on upper layers (twice as many on layer 0).
+    pub m: usize,
+    /// Beam width while building.
+    pub ef_construction: usize,
+    /// Seed of the layer generator.
+    pub seed: u64,
+}
+
+impl Default for HnswParams {
+    fn default() -> Self {
+        Self { m: 16, ef_construction: 200, seed: 0x5eed }
+    }
+}
+
+/// An HNSW graph over the rows of a row-major matrix (the matrix itself is not stored).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hnsw {
+    dim: usize,
+    params: HnswParams,
+    /// `links[node][layer]`: neighbour lists, from layer 0 up to the node's level.
+    links: Vec<Vec<Vec<u32>>>,
+    entry: Option<u32>,
+    max_level: usize,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+struct Near(f32, u32);
+
+impl Eq for Near {}
+impl PartialOrd for Near {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Near {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// Visited marks reset in O(1) by bumping a generation.
+struct Visited {
+    marks: Vec<u32>,
+    generation: u32,
+}
+
+impl Visited {
+    fn new(n: usize) -> Self {
+        Self { marks: vec![0; n], generation: 0 }
+    }
+    fn clear(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.marks.fill(0);
+            self.generation = 1;
+        }
+    }
+    /// Marks `i`; true if it was not marked yet.
+    fn insert(&mut self, i: u32) -> bool {
+        let slot = &mut self.marks[i as usize];
+        let new = *slot != self.generation;
+        *slot = self.generation;
+        new
+    }
+}
+
+impl Hnsw {
+    /// Builds the graph over `data` (`n × dim`, rows L2-normalised).
+    pub fn build(data: &[f32], dim: usize, params: HnswParams) -> Self {
+        let n = data.len().checked_div(dim).unwrap_or(0);
+        let mut g = Self { dim, params, links: Vec::with_capacity(n), entry: None, max_level: 0 };
+        let mut rng = params.seed | 1;
+        let ml = 1.0 / (params.m.max(2) as f64).ln();
+        let mut visited = Visited::new(n);
+        for i in 0..n {
+            // xorshift64*: uniform in (0, 1].
+            rng ^= rng >> 12;
+            rng ^= rng << 25;
+            rng ^= rng >> 27;
+            let u = ((rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 + 1.0)
+                / (1u64 << 53) as f64;
+            let level = (-u.ln() * ml).floor() as usize;
+            g.insert(data, i as u32, level, &mut visited);
+        }
+        g
+    }
+
+    fn row<'a>(&self, data: &'a [f32], i: u32) -> &'a [f32] {
+        &data[i as usize * self.dim..(i as usize + 1) * self.dim]
+    }
+
+    fn max_links(&self, layer: usize) -> usize {
+        if layer == 0 { 2 * self.params.m } else { self.params.m }
+    }
+
+    fn insert(&mut self, data: &[f32], node: u32, level: usize, visited: &mut Visited) {
+        self.links.push(vec![Vec::new(); level + 1]);
+        let Some(mut entry) = self.entry else {
+            self.entry = Some(node);
+            self.max_level = level;
+            return;
+        };
+        let q = self.row(data, node);
+        for layer in (level + 1..=self.max_level).rev() {
+            entry = self.greedy(data, q, entry, layer);
+        }
+        let mut entries = vec![entry];
+        for layer in (0..=level.min(self.max_level)).rev() {
+            let found =
+                self.search_layer(data, q, &entries, self.params.ef_construction, layer, visited);
+            let chosen = self.select(data, &found, self.params.m);
+            for &Near(_, nb) in &chosen {
+                self.links[node as usize][layer].push(nb);
+                self.links[nb as usize][layer].push(node);
+                if self.links[nb as usize][layer].len() > self.max_links(layer) {
+                    self.prune(data, nb, layer);
+                }
+            }
+            entries = found.iter().map(|n| n.1).collect();
+        }
+        if level > self.max_level {
+            self.max_level = level;
+            self.entry = Some(node);
+        }
+    }
+
+    /// Keeps the best `max_links` neighbours of `node` by the heuristic.
+    fn prune(&mut self, data: &[f32], node: u32, layer: usize) {
+        let p = self.row(data, node);
+        let mut cands: Vec<Near> = self.links[node as usize][layer]
+            .iter()
+            .map(|&nb| Near(1.0 - dot(p, self.row(data, nb)), nb))
+            .collect();
+        cands.sort();
+        let kept = self.select(data, &cands, self.max_links(layer));
+        self.links[node as usize][layer] = kept.into_iter().map(|n| n.1).collect();
+    }
+
+    /// The neighbour-selection heuristic over candidates sorted by distance.
+    fn select(&self, data: &[f32], sorted: &[Near], m: usize) -> Vec<Near> {
+        let mut kept: Vec<Near> = Vec::with_capacity(m);
+        for &c in sorted {
+            if kept.len() == m {
+                break;
+            }
+            let row = self.row(data, c.1);
+            if kept.iter().all(|k| 1.0 - dot(row, self.row(data, k.1)) > c.0) {
+                kept.push(c);
+            }
+        }
+        // Fill up with the nearest rejected ones so sparse regions stay connected.
+        for &c in sorted {
+            if kept.len() == m {
+                break;
+            }
+            if !kept.iter().any(|k| k.1 == c.1) {
+                kept.push(c);
+            }
+        }
+        kept
+    }
+
+    fn greedy(&self, data: &[f32], q: &[f32], mut at: u32, layer: usize) -> u32 {
+        let mut best = 1.0 - dot(q, self.row(data, at));
+        loop {
+            let mut moved = false;
+            for &nb in &self.links[at as usize][layer] {
+                let d = 1.0 - dot(q, self.row(data, nb));
+                if d < best {
+                    (best, at, moved) = (d, nb, true);
+                }
+            }
+            if !moved {
+                return at;
+            }
+        }
+    }
+
+    /// Beam search on one layer; returns up to `ef` nearest, sorted by distance.
+    fn search_layer(
+        &self,
+        data: &[f32],
+        q: &[f32],
+        entries: &[u32],
+        ef: usize,
+        layer: usize,
+        visited: &mut Visited,
+    ) -> Vec<Near> {
+        visited.clear();
+        let mut frontier: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
+        let mut best: BinaryHeap<Near> = BinaryHeap::new();
+        for &e in entries {
+            if visited.insert(e) {
+                let d = Near(1.0 - dot(q, self.row(data, e)), e);
+                frontier.push(std::cmp::Reverse(d));
+                best.push(d);
+            }
+        }
+        while best.len() > ef {
+            best.pop();
+        }
+        while let Some(std::cmp::Reverse(c)) = frontier.pop() {
+            if best.len() >= ef && best.peek().is_some_and(|w| c.0 > w.0) {
+                break;
+            }
+            for &nb in &self.links[c.1 as usize][layer] {
+                if !visited.insert(nb) {
+                    continue;
+                }
+                let d = 1.0 - dot(q, self.row(data, nb));
+                if best.len() < ef || best.peek().is_some_and(|w| d < w.0) {
+                    frontier.push(std::cmp::Reverse(Near(d, nb)));
+                    best.push(Near(d, nb));
+                    if best.len() > ef {
+                        best.pop();
+                    }
+                }
+            }
+        }
+        best.into_sorted_vec()
+    }
+
+    /// The `k` rows most similar to `q` (normalised) as `(row, cosine)`, best first; `ef` ≥ k
+    /// is the beam width (larger: better recall, slower).
+    pub fn search(&self, data: &[f32], q: &[f32], k: usize, ef: usize) -> Vec<(u32, f32)> {
+        let Some(mut at) = self.entry else { return Vec::new() };
+        for layer in (1..=self.max_level).rev() {
+            at = self.greedy(data, q, at, layer);
+        }
+        let mut visited = Visited::new(self.links.len());
+        self.search_layer(data, q, &[at], ef.max(k), 0, &mut visited)
+            .into_iter()
+            .take(k)
+            .map(|n| (n.1, 1.0 - n.0))
+            .collect()
+    }
+
+    /// Number of indexed rows.
+    pub fn len(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Whether nothing is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.links.is_empty()
+    }
+
+    /// The graph as bytes: a header, then each node's level and neighbour lists (u32, LE).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut put = |v: u64| out.extend_from_slice(&(v as u32).to_le_bytes());
+        put(0x484e_5357); // "HNSW"
+        put(self.dim as u64);
+        put(self.params.m as u64);
+        put(self.params.ef_construction as u64);
+        put(self.links.len() as u64);
+        put(self.entry.map_or(u64::from(u32::MAX), u64::from));
+        put(self.max_level as u64);
+        for node in &self.links {
+            put(node.len() as u64);
+            for layer in node {
+                put(layer.len() as u64);
+                for &nb in layer {
+                    put(u64::from(nb));
+                }
+            }
+        }
+        out
+    }
+
+    /// Reads [`Hnsw::to_bytes`] output; `None` if it is not a well-formed graph.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let mut words = bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let mut next = || words.next().map(|w| w as usize);
+        if next()? != 0x484e_5357 {
+            return None;
+        }
+        let (dim, m, ef_construction, n, entry, max_level) =
+            (next()?, next()?, next()?, next()?, next()?, next()?);
+        let mut links = Vec::with_capacity(n.min(1 << 26));
+        for _ in 0..n {
+            let levels = next()?;
+            let mut node = Vec::with_capacity(levels.min(64));
+            for _ in 0..levels {
+                let len = next()?;
+                let list: Option<Vec<u32>> =
+                    (0..len).map(|_| next().filter(|&nb| nb < n).map(|nb| nb as u32)).collect();
+                node.push(list?);
+            }
+            links.push(node);
+        }
+        let entry = (entry != u32::MAX as usize).then_some(entry as u32);
+        if entry.is_some_and(|e| e as usize >= n || links[e as usize].len() != max_level + 1) {
+            return None;
+        }
+        Some(Self {
+            dim,
+            params: HnswParams { m, ef_construction, seed: 0 },
+            links,
+            entry,
+            max_level,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-random unit vectors.
+    fn random(n: usize, dim: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        let mut out = Vec::with_capacity(n * dim);
+        for _ in 0..n {
+            let row: Vec<f32> = (0..dim)
+                .map(|_| {
+                    s = s
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+                })
+                .collect();
+            let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+            out.extend(row.iter().map(|x| x / norm));
+        }
+        out
+    }
+
+    fn exact(data: &[f32], dim: usize, q: &[f32], k: usize) -> Vec<u32> {
+        let mut all: Vec<(u32, f32)> =
+            data.chunks_exact(dim).enumerate().map(|(i, r)| (i as u32, dot(q, r))).collect();
+        all.sort_by(|a, b| b.1.total_cmp(&a.1));
+        all.into_iter().take(k).map(|x| x.0).collect()
+    }
+
+    #[test]
+    fn recall_against_exact_search() {
+        let (n, dim) = (5000, 32);
+        let data = random(n, dim, 7);
+        let g = Hnsw::build(&data, dim, HnswParams::default());
+        let queries = random(100, dim, 99);
+        let mut hit = 0;
+        for q in queries.chunks_exact(dim) {
+            let want = exact(&data, dim, q, 10);
+            let got: Vec<u32> = g.search(&data, q, 10, 100).into_iter().map(|x| x.0).collect();
+            hit += want.iter().filter(|w| got.contains(w)).count();
+        }
+        let recall = hit as f64 / 1000.0;
+        assert!(recall >= 0.95, "recall@10 = {recall}");
+    }
+
+    #[test]
+    fn bytes_round_trip_and_garbage_is_refused() {
+        let data = random(300, 8, 1);
+        let g = Hnsw::build(&data, 8, HnswParams::default());
+        let back = Hnsw::from_bytes(&g.to_bytes()).unwrap();
+        assert_eq!(back.links, g.links);
+        assert_eq!(back.search(&data, &data[..8], 5, 50), g.search(&data, &data[..8], 5, 50));
+        assert!(Hnsw::from_bytes(b"not a graph").is_none());
+        let mut cut = g.to_bytes();
+        cut.truncate(cut.len() / 2);
+        assert!(Hnsw::from_bytes(&cut).is_none());
+    }
+
+    #[test]
+    fn empty_and_single() {
+        let g = Hnsw::build(&[], 4, HnswParams::default());
+        assert!(g.search(&[], &[1.0, 0.0, 0.0, 0.0], 3, 10).is_empty());
+        let one = [1.0, 0.0, 0.0, 0.0];
+        let g = Hnsw::build(&one, 4, HnswParams::default());
+        assert_eq!(g.search(&one, &one, 3, 10), [(0, 1.0)]);
+    }
+}
