@@ -1,0 +1,87 @@
+//! HNSW against exact search: recall@10 and queries per second on random unit vectors
+//! (`BENCH_N`, default 1,000,000, 384 dimensions like MiniLM) and, when `BENCH_VECTORS` names a
+//! JSON array of vectors (e.g. `ckeep embed --json` output's `vectors`), on those real vectors,
+//! the last 200 held out as queries. Sweeps the beam width; single-threaded searches.
+//!
+//! Run: `cargo bench -p ckeep-index --bench hnsw` (`BENCH_N=100000` for a quicker run).
+
+use std::time::Instant;
+
+use ckeep_index::{Hnsw, HnswParams};
+
+const QUERIES: usize = 200;
+const K: usize = 10;
+
+fn random(n: usize, dim: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    let mut out = Vec::with_capacity(n * dim);
+    for _ in 0..n {
+        let start = out.len();
+        for _ in 0..dim {
+            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            out.push(((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5);
+        }
+        normalize(&mut out[start..]);
+    }
+    out
+}
+
+fn normalize(row: &mut [f32]) {
+    let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    for x in row {
+        *x /= norm;
+    }
+}
+
+fn exact(data: &[f32], dim: usize, q: &[f32]) -> Vec<u32> {
+    let mut all: Vec<(u32, f32)> = data
+        .chunks_exact(dim)
+        .enumerate()
+        .map(|(i, r)| (i as u32, r.iter().zip(q).map(|(a, b)| a * b).sum()))
+        .collect();
+    all.select_nth_unstable_by(K, |a, b| b.1.total_cmp(&a.1));
+    all.truncate(K);
+    all.into_iter().map(|x| x.0).collect()
+}
+
+fn run(name: &str, data: &[f32], dim: usize, queries: &[f32]) {
+    let n = data.len() / dim;
+    let started = Instant::now();
+    let graph = Hnsw::build(data, dim, HnswParams::default());
+    let build = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let truth: Vec<Vec<u32>> = queries.chunks_exact(dim).map(|q| exact(data, dim, q)).collect();
+    let exact_qps = QUERIES as f64 / started.elapsed().as_secs_f64();
+    println!(
+        "{name}: {n} vectors x {dim}; build {build:.1} s; exact scan {exact_qps:.1} queries/s"
+    );
+    for ef in [32, 64, 128, 256, 512] {
+        let started = Instant::now();
+        let mut found = 0;
+        for (q, want) in queries.chunks_exact(dim).zip(&truth) {
+            let got = graph.search(data, q, K, ef);
+            found += want.iter().filter(|w| got.iter().any(|g| g.0 == **w)).count();
+        }
+        let qps = QUERIES as f64 / started.elapsed().as_secs_f64();
+        let recall = found as f64 / (QUERIES * K) as f64;
+        println!(
+            "  ef {ef:>3}: recall@10 {recall:.4}, {qps:.0} queries/s ({:.0}x exact)",
+            qps / exact_qps
+        );
+    }
+}
+
+fn main() {
+    let n = std::env::var("BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    run("random", &random(n, 384, 1), 384, &random(QUERIES, 384, 2));
+    if let Ok(path) = std::env::var("BENCH_VECTORS") {
+        let rows: Vec<Vec<f32>> =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("BENCH_VECTORS"))
+                .expect("JSON vectors");
+        let dim = rows[0].len();
+        let mut data: Vec<f32> = rows.concat();
+        data.chunks_exact_mut(dim).for_each(normalize);
+        let (base, queries) = data.split_at(data.len() - QUERIES * dim);
+        run("real", base, dim, queries);
+    }
+}
