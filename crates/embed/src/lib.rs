@@ -200,6 +200,17 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
     })
 }
 
+/// A model directory's `tokenizer.json`, parsed, with its bytes (for the fingerprint).
+pub(crate) fn read_tokenizer(dir: &Path) -> Result<(tokenizers::Tokenizer, Vec<u8>)> {
+    let path = dir.join("tokenizer.json");
+    let bytes = read_file(&path)?;
+    let tokenizer = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| Error::ModelFile {
+        path: path.display().to_string(),
+        message: format!("not a tokenizer: {e}"),
+    })?;
+    Ok((tokenizer, bytes))
+}
+
 /// Reads and parses a JSON file, naming it in the error.
 pub(crate) fn read_json<T: for<'de> serde::Deserialize<'de>>(path: &Path) -> Result<T> {
     let bytes = read_file(path)?;

@@ -91,12 +91,7 @@ impl SentenceTransformer {
         })?;
         let Layout { pooling, normalize, max_seq_length, query_prefix, document_prefix } =
             Layout::read(dir, &config)?;
-        let tok_path = dir.join("tokenizer.json");
-        let tok_bytes = read_file(&tok_path)?;
-        let mut tokenizer = Tokenizer::from_bytes(&tok_bytes).map_err(|e| Error::ModelFile {
-            path: tok_path.display().to_string(),
-            message: format!("not a tokenizer: {e}"),
-        })?;
+        let (mut tokenizer, tok_bytes) = crate::read_tokenizer(dir)?;
         // Override what tokenizer.json bakes in (all-MiniLM-L6-v2: truncation at 128 and fixed
         // padding): sentence-transformers truncates at max_seq_length, and packed batches need
         // no padding.

@@ -56,12 +56,7 @@ impl StaticModel {
         let config: Config = serde_json::from_slice(&config_bytes).map_err(|e| {
             Error::ModelFile { path: config_path.display().to_string(), message: e.to_string() }
         })?;
-        let tok_path = dir.join("tokenizer.json");
-        let tok_bytes = read_file(&tok_path)?;
-        let mut tokenizer = Tokenizer::from_bytes(&tok_bytes).map_err(|e| Error::ModelFile {
-            path: tok_path.display().to_string(),
-            message: format!("not a tokenizer: {e}"),
-        })?;
+        let (mut tokenizer, tok_bytes) = crate::read_tokenizer(dir)?;
         tokenizer.with_padding(None);
         tokenizer.with_truncation(None).map_err(|e| Error::Tokenizer(e.to_string()))?;
         let weights = dir.join("model.safetensors");

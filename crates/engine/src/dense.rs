@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use ckeep_core::ChunkHit;
 use ckeep_embed::{Embedder, InputKind};
-use ckeep_index::{Hnsw, HnswParams};
+use ckeep_index::{Hnsw, HnswParams, dot};
 use ckeep_store::{Manifest, StoreRead, StoreWrite, VectorMatrix};
 use rayon::prelude::*;
 
@@ -171,19 +171,6 @@ impl<S: StoreWrite> Engine<S> {
     }
 }
 
-/// Dot product with eight independent accumulators, so the compiler vectorises it.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -191,6 +178,6 @@ mod tests {
         let a: Vec<f32> = (0..389).map(|i| (i as f32 * 0.37).sin()).collect();
         let b: Vec<f32> = (0..389).map(|i| (i as f32 * 0.11).cos()).collect();
         let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-        assert!((super::dot(&a, &b) - plain).abs() < 1e-4);
+        assert!((ckeep_index::dot(&a, &b) - plain).abs() < 1e-4);
     }
 }

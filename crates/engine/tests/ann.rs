@@ -1,6 +1,6 @@
 //! HNSW against exact search on real vectors: the 10,033 Wikipedia vital-article summaries cut
 //! into 36,755 sentences and embedded with potion-base-8M (a real model, fast enough for a
-//! test), queried with 200 of the articles' descriptions. Tolerance: recall@10 ≥ 0.95.
+//! test), queried with 100 of the articles' descriptions. Tolerance: recall@10 ≥ 0.95.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,7 +37,7 @@ fn hnsw_finds_what_exact_search_finds() {
         if !text.trim().is_empty() {
             ingest.add(Document::new(id.clone(), v["title"].as_str().unwrap_or(""), text)).unwrap();
         }
-        if let Some(d) = v["description"].as_str().filter(|d| d.len() > 10 && queries.len() < 200) {
+        if let Some(d) = v["description"].as_str().filter(|d| d.len() > 10 && queries.len() < 100) {
             queries.push(d.to_string());
         }
     }

@@ -23,7 +23,7 @@ pub use aggregate::{Aggregation, DocHit};
 pub use analyzer::Analyzer;
 pub use bm25::{Bm25, TermExplanation};
 pub use fusion::{FusedParts, Fusion, RRF_K};
-pub use hnsw::{Hnsw, HnswParams};
+pub use hnsw::{Hnsw, HnswParams, dot};
 
 /// Invalid retrieval parameters (always the user's error).
 #[derive(Debug, thiserror::Error)]
