@@ -412,14 +412,7 @@ fn softmax(row: &mut [f32]) {
     for v in row.iter_mut() {
         *v = exp(*v - max);
     }
-    let mut sums = [0f32; 8];
-    let mut chunks = row.chunks_exact(8);
-    for c in &mut chunks {
-        for i in 0..8 {
-            sums[i] += c[i];
-        }
-    }
-    let inv = 1.0 / (sums.iter().sum::<f32>() + chunks.remainder().iter().sum::<f32>());
+    let inv = 1.0 / lane_sum(row, |v| v);
     for v in row.iter_mut() {
         *v *= inv;
     }

@@ -162,13 +162,15 @@ impl<S: StoreRead> Engine<S> {
                 return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
             }
         }
-        let scored = self.score(&req.query, &strategy)?;
+        let mut scored = self.score(&req.query, &strategy)?;
+        // The hits are ranked once; explanations need only the other parts of `scored`.
+        let hits = std::mem::take(&mut scored.hits);
         let groups: Vec<DocHit> = match strategy.level {
-            Level::Chunk => top_k(scored.hits.clone(), strategy.k)
+            Level::Chunk => top_k(hits, strategy.k)
                 .into_iter()
                 .map(|h| DocHit { doc: h.doc, score: h.score, chunks: vec![h] })
                 .collect(),
-            Level::Doc => strategy.agg.rank(scored.hits.clone(), strategy.k),
+            Level::Doc => strategy.agg.rank(hits, strategy.k),
         };
         let mut contexts = Vec::with_capacity(groups.len());
         for group in groups {
