@@ -12,6 +12,7 @@
 // the point here: code must inline into the SIMD-dispatched functions to be compiled for AVX2.
 #![allow(clippy::many_single_char_names, clippy::inline_always)]
 
+use ckeep_index::simd;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
@@ -295,22 +296,6 @@ impl Bert {
 
 /// Rows per parallel task of the element-wise passes.
 const ROWS_PER_TASK: usize = 64;
-
-/// Runs `f` compiled for the best instruction set this CPU has (AVX2/FMA where present), so
-/// plain loops inside it auto-vectorise wider than the SSE2 baseline. `f` must inline into
-/// `with_simd` for that to happen, hence the wrapper type with an `inline(always)` body.
-#[inline(always)]
-fn simd<R>(f: impl FnOnce() -> R) -> R {
-    struct Run<F>(F);
-    impl<R, F: FnOnce() -> R> pulp::WithSimd for Run<F> {
-        type Output = R;
-        #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) -> R {
-            (self.0)()
-        }
-    }
-    pulp::Arch::new().dispatch(Run(f))
-}
 
 /// `out = x · Wᵀ + b (+ residual)`, all row-major.
 fn linear(x: &[f32], l: &Linear, out: &mut [f32], residual: Option<&[f32]>) {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use ckeep_core::ChunkHit;
 use ckeep_embed::{Embedder, InputKind};
-use ckeep_index::{Hnsw, HnswParams, dot};
+use ckeep_index::{Hnsw, HnswParams, dot_rows};
 use ckeep_store::{Manifest, StoreRead, StoreWrite, VectorMatrix};
 use rayon::prelude::*;
 
@@ -102,7 +102,11 @@ impl<S: StoreRead> Engine<S> {
         let scores: Vec<f32> = m
             .data
             .par_chunks(ROWS_PER_TASK * m.dim)
-            .flat_map_iter(|block| block.chunks_exact(m.dim).map(|row| dot(row, &q)))
+            .flat_map_iter(|block| {
+                let mut out = Vec::with_capacity(ROWS_PER_TASK);
+                dot_rows(block, m.dim, &q, &mut out);
+                out
+            })
             .collect();
         Ok(scores
             .into_iter()
@@ -113,7 +117,7 @@ impl<S: StoreRead> Engine<S> {
 
     /// The HNSW graph of `m`: cached, else the persisted one if its stamp matches, else built
     /// now (and persisted at the next ingest).
-    fn graph(&self, m: &VectorMatrix) -> Arc<Hnsw> {
+    pub(crate) fn graph(&self, m: &VectorMatrix) -> Arc<Hnsw> {
         if let Some(g) = self.ann.read().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
         {
             return Arc::clone(g);
@@ -131,7 +135,7 @@ impl<S: StoreRead> Engine<S> {
     }
 
     /// The store's plain vectors, L2-normalised, loaded once.
-    fn matrix(&self) -> Result<Arc<VectorMatrix>> {
+    pub(crate) fn matrix(&self) -> Result<Arc<VectorMatrix>> {
         if let Some(m) =
             self.dense.read().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
         {
@@ -168,16 +172,5 @@ impl<S: StoreWrite> Engine<S> {
         *self.ann.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) =
             Some(Arc::new(graph));
         Ok(true)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn dot_matches_the_plain_sum() {
-        let a: Vec<f32> = (0..389).map(|i| (i as f32 * 0.37).sin()).collect();
-        let b: Vec<f32> = (0..389).map(|i| (i as f32 * 0.11).cos()).collect();
-        let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-        assert!((ckeep_index::dot(&a, &b) - plain).abs() < 1e-4);
     }
 }

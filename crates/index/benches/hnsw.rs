@@ -1,13 +1,17 @@
 //! HNSW against exact search: recall@10 and queries per second on random unit vectors
-//! (`BENCH_N`, default 1,000,000, 384 dimensions like MiniLM) and, when `BENCH_VECTORS` names a
-//! JSON array of vectors (e.g. `ckeep embed --json` output's `vectors`), on those real vectors,
-//! the last 200 held out as queries. Sweeps the beam width; single-threaded searches.
+//! (`BENCH_N`, default 1,000,000, 384 dimensions like MiniLM; 0 skips them) and, when
+//! `BENCH_VECTORS` names a JSON array of vectors (or `ckeep embed --json` output), on those real
+//! vectors, the last 200 held out as queries. Sweeps the beam width; single-threaded searches.
 //!
-//! Run: `cargo bench -p ckeep-index --bench hnsw` (`BENCH_N=100000` for a quicker run).
+//! `BENCH_DUMP=DIR` also writes each data set's base vectors, queries (raw little-endian f32)
+//! and exact top-10 (u32) there, so `bench/hnsw_faiss.py` can run FAISS on the very same input.
+//!
+//! Run: `cargo bench -p ckeep-index --bench hnsw` (`BENCH_N=100000` for a quicker run), or
+//! `bench/hnsw.sh` for real vectors and FAISS side by side.
 
 use std::time::Instant;
 
-use ckeep_index::{Hnsw, HnswParams};
+use ckeep_index::{Hnsw, HnswParams, dot_rows};
 
 const QUERIES: usize = 200;
 const K: usize = 10;
@@ -34,11 +38,10 @@ fn normalize(row: &mut [f32]) {
 }
 
 fn exact(data: &[f32], dim: usize, q: &[f32]) -> Vec<u32> {
-    let mut all: Vec<(u32, f32)> = data
-        .chunks_exact(dim)
-        .enumerate()
-        .map(|(i, r)| (i as u32, r.iter().zip(q).map(|(a, b)| a * b).sum()))
-        .collect();
+    let mut scores = Vec::with_capacity(data.len() / dim);
+    dot_rows(data, dim, q, &mut scores);
+    let mut all: Vec<(u32, f32)> =
+        scores.into_iter().enumerate().map(|(i, s)| (i as u32, s)).collect();
     all.select_nth_unstable_by(K, |a, b| b.1.total_cmp(&a.1));
     all.truncate(K);
     all.into_iter().map(|x| x.0).collect()
@@ -53,9 +56,13 @@ fn run(name: &str, data: &[f32], dim: usize, queries: &[f32]) {
     let truth: Vec<Vec<u32>> = queries.chunks_exact(dim).map(|q| exact(data, dim, q)).collect();
     let exact_qps = QUERIES as f64 / started.elapsed().as_secs_f64();
     println!(
-        "{name}: {n} vectors x {dim}; build {build:.1} s; exact scan {exact_qps:.1} queries/s"
+        "{name}: {n} vectors x {dim}; build {build:.1} s on {} threads; exact scan {exact_qps:.1} queries/s",
+        rayon::current_num_threads()
     );
-    for ef in [32, 64, 128, 256, 512] {
+    if let Some(dir) = std::env::var_os("BENCH_DUMP") {
+        dump(std::path::Path::new(&dir), name, data, queries, &truth);
+    }
+    for ef in [32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384] {
         let started = Instant::now();
         let mut found = 0;
         for (q, want) in queries.chunks_exact(dim).zip(&truth) {
@@ -65,19 +72,37 @@ fn run(name: &str, data: &[f32], dim: usize, queries: &[f32]) {
         let qps = QUERIES as f64 / started.elapsed().as_secs_f64();
         let recall = found as f64 / (QUERIES * K) as f64;
         println!(
-            "  ef {ef:>3}: recall@10 {recall:.4}, {qps:.0} queries/s ({:.0}x exact)",
+            "  ef {ef:>5}: recall@10 {recall:.4}, {qps:.0} queries/s ({:.1}x exact)",
             qps / exact_qps
         );
+        if recall >= 0.99 {
+            break;
+        }
     }
+}
+
+fn dump(dir: &std::path::Path, name: &str, data: &[f32], queries: &[f32], truth: &[Vec<u32>]) {
+    std::fs::create_dir_all(dir).expect("BENCH_DUMP directory");
+    let floats = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    std::fs::write(dir.join(format!("{name}.base.f32")), floats(data)).expect("write");
+    std::fs::write(dir.join(format!("{name}.queries.f32")), floats(queries)).expect("write");
+    let ids: Vec<u8> = truth.iter().flatten().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(dir.join(format!("{name}.truth.u32")), ids).expect("write");
 }
 
 fn main() {
     let n = std::env::var("BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    run("random", &random(n, 384, 1), 384, &random(QUERIES, 384, 2));
+    if n > 0 {
+        run("random", &random(n, 384, 1), 384, &random(QUERIES, 384, 2));
+    }
     if let Ok(path) = std::env::var("BENCH_VECTORS") {
-        let rows: Vec<Vec<f32>> =
+        let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(path).expect("BENCH_VECTORS"))
                 .expect("JSON vectors");
+        // A bare array of vectors, or `ckeep embed --json` output.
+        let rows: Vec<Vec<f32>> =
+            serde_json::from_value(json.get("vectors").cloned().unwrap_or(json))
+                .expect("an array of vectors");
         let dim = rows[0].len();
         let mut data: Vec<f32> = rows.concat();
         data.chunks_exact_mut(dim).for_each(normalize);

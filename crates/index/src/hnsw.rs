@@ -1,14 +1,20 @@
 //! Approximate nearest neighbours by HNSW (Malkov & Yashunin, 2018) over L2-normalised vectors
 //! (cosine = dot product), for collections where an exact scan is too slow.
 //!
-//! Layers are assigned with a seeded generator, so the same vectors give the same graph; the
-//! graph serialises to bytes ([`Hnsw::to_bytes`]) so a store can keep it beside its vectors.
-//! Neighbours are chosen by the paper's heuristic (keep a candidate only if it is closer to the
-//! new point than to every neighbour kept so far), which is what makes recall hold up on
-//! clustered real data.
+//! Layers are assigned with a seeded generator; nodes are inserted in parallel, each neighbour
+//! list behind its own lock (as hnswlib does), so the graph may differ slightly between builds
+//! but its recall does not. The graph serialises to bytes ([`Hnsw::to_bytes`]) so a store can
+//! keep it beside its vectors. Neighbours are chosen by the paper's heuristic (keep a candidate
+//! only if it is closer to the new point than to every neighbour kept so far), which is what
+//! makes recall hold up on clustered real data.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::{Mutex, PoisonError, RwLock};
+
+use rayon::prelude::*;
+
+use crate::vector::dot;
 
 /// Build and search parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,19 +59,6 @@ impl Ord for Near {
     }
 }
 
-/// Dot product with eight independent accumulators, so the compiler vectorises it.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
-}
-
 /// Visited marks reset in O(1) by bumping a generation.
 struct Visited {
     marks: Vec<u32>,
@@ -92,87 +85,112 @@ impl Visited {
     }
 }
 
-impl Hnsw {
-    /// Builds the graph over `data` (`n × dim`, rows L2-normalised).
-    pub fn build(data: &[f32], dim: usize, params: HnswParams) -> Self {
-        let n = data.len().checked_div(dim).unwrap_or(0);
-        let mut g = Self { dim, params, links: Vec::with_capacity(n), entry: None, max_level: 0 };
-        let mut rng = params.seed | 1;
-        let ml = 1.0 / (params.m.max(2) as f64).ln();
-        let mut visited = Visited::new(n);
-        for i in 0..n {
-            // xorshift64*: uniform in (0, 1].
-            rng ^= rng >> 12;
-            rng ^= rng << 25;
-            rng ^= rng >> 27;
-            let u = ((rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 + 1.0)
-                / (1u64 << 53) as f64;
-            let level = (-u.ln() * ml).floor() as usize;
-            g.insert(data, i as u32, level, &mut visited);
-        }
-        g
+/// Read access to neighbour lists: the finished graph's plain lists, or, while building, lists
+/// behind one lock per node.
+trait Links: Sync {
+    fn each(&self, node: u32, layer: usize, f: impl FnMut(u32));
+}
+
+impl Links for [Vec<Vec<u32>>] {
+    fn each(&self, node: u32, layer: usize, f: impl FnMut(u32)) {
+        self[node as usize][layer].iter().copied().for_each(f);
+    }
+}
+
+impl Links for [Mutex<Vec<Vec<u32>>>] {
+    fn each(&self, node: u32, layer: usize, f: impl FnMut(u32)) {
+        let lists = self[node as usize].lock().unwrap_or_else(PoisonError::into_inner);
+        lists[layer].iter().copied().for_each(f);
+    }
+}
+
+/// Rows of a row-major matrix, with distances (`1 − cosine`) between them.
+#[derive(Clone, Copy)]
+struct Rows<'a> {
+    data: &'a [f32],
+    dim: usize,
+}
+
+impl Rows<'_> {
+    fn row(&self, i: u32) -> &[f32] {
+        &self.data[i as usize * self.dim..(i as usize + 1) * self.dim]
     }
 
-    fn row<'a>(&self, data: &'a [f32], i: u32) -> &'a [f32] {
-        &data[i as usize * self.dim..(i as usize + 1) * self.dim]
+    fn distance(&self, q: &[f32], i: u32) -> f32 {
+        1.0 - dot(q, self.row(i))
     }
 
-    fn max_links(&self, layer: usize) -> usize {
-        if layer == 0 { 2 * self.params.m } else { self.params.m }
-    }
-
-    fn insert(&mut self, data: &[f32], node: u32, level: usize, visited: &mut Visited) {
-        self.links.push(vec![Vec::new(); level + 1]);
-        let Some(mut entry) = self.entry else {
-            self.entry = Some(node);
-            self.max_level = level;
-            return;
-        };
-        let q = self.row(data, node);
-        for layer in (level + 1..=self.max_level).rev() {
-            entry = self.greedy(data, q, entry, layer);
-        }
-        let mut entries = vec![entry];
-        for layer in (0..=level.min(self.max_level)).rev() {
-            let found =
-                self.search_layer(data, q, &entries, self.params.ef_construction, layer, visited);
-            let chosen = self.select(data, &found, self.params.m);
-            for &Near(_, nb) in &chosen {
-                self.links[node as usize][layer].push(nb);
-                self.links[nb as usize][layer].push(node);
-                if self.links[nb as usize][layer].len() > self.max_links(layer) {
-                    self.prune(data, nb, layer);
+    /// Walks to ever closer neighbours on one layer until none is closer.
+    fn greedy(&self, links: &(impl Links + ?Sized), q: &[f32], mut at: u32, layer: usize) -> u32 {
+        let mut best = self.distance(q, at);
+        loop {
+            let mut next = at;
+            links.each(at, layer, |nb| {
+                let d = self.distance(q, nb);
+                if d < best {
+                    (best, next) = (d, nb);
                 }
+            });
+            if next == at {
+                return at;
             }
-            entries = found.iter().map(|n| n.1).collect();
-        }
-        if level > self.max_level {
-            self.max_level = level;
-            self.entry = Some(node);
+            at = next;
         }
     }
 
-    /// Keeps the best `max_links` neighbours of `node` by the heuristic.
-    fn prune(&mut self, data: &[f32], node: u32, layer: usize) {
-        let p = self.row(data, node);
-        let mut cands: Vec<Near> = self.links[node as usize][layer]
-            .iter()
-            .map(|&nb| Near(1.0 - dot(p, self.row(data, nb)), nb))
-            .collect();
-        cands.sort();
-        let kept = self.select(data, &cands, self.max_links(layer));
-        self.links[node as usize][layer] = kept.into_iter().map(|n| n.1).collect();
+    /// Beam search on one layer; returns up to `ef` nearest, sorted by distance.
+    fn search_layer(
+        &self,
+        links: &(impl Links + ?Sized),
+        q: &[f32],
+        entries: &[u32],
+        ef: usize,
+        layer: usize,
+        visited: &mut Visited,
+    ) -> Vec<Near> {
+        visited.clear();
+        let mut frontier: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
+        let mut best: BinaryHeap<Near> = BinaryHeap::new();
+        for &e in entries {
+            if visited.insert(e) {
+                let d = Near(self.distance(q, e), e);
+                frontier.push(std::cmp::Reverse(d));
+                best.push(d);
+            }
+        }
+        while best.len() > ef {
+            best.pop();
+        }
+        while let Some(std::cmp::Reverse(c)) = frontier.pop() {
+            if best.len() >= ef && best.peek().is_some_and(|w| c.0 > w.0) {
+                break;
+            }
+            links.each(c.1, layer, |nb| {
+                if !visited.insert(nb) {
+                    return;
+                }
+                let d = self.distance(q, nb);
+                if best.len() < ef || best.peek().is_some_and(|w| d < w.0) {
+                    frontier.push(std::cmp::Reverse(Near(d, nb)));
+                    best.push(Near(d, nb));
+                    if best.len() > ef {
+                        best.pop();
+                    }
+                }
+            });
+        }
+        best.into_sorted_vec()
     }
 
     /// The neighbour-selection heuristic over candidates sorted by distance.
-    fn select(&self, data: &[f32], sorted: &[Near], m: usize) -> Vec<Near> {
+    fn select(&self, sorted: &[Near], m: usize) -> Vec<Near> {
         let mut kept: Vec<Near> = Vec::with_capacity(m);
         for &c in sorted {
             if kept.len() == m {
                 break;
             }
-            let row = self.row(data, c.1);
-            if kept.iter().all(|k| 1.0 - dot(row, self.row(data, k.1)) > c.0) {
+            let row = self.row(c.1);
+            if kept.iter().all(|k| self.distance(row, k.1) > c.0) {
                 kept.push(c);
             }
         }
@@ -188,75 +206,129 @@ impl Hnsw {
         kept
     }
 
-    fn greedy(&self, data: &[f32], q: &[f32], mut at: u32, layer: usize) -> u32 {
-        let mut best = 1.0 - dot(q, self.row(data, at));
-        loop {
-            let mut moved = false;
-            for &nb in &self.links[at as usize][layer] {
-                let d = 1.0 - dot(q, self.row(data, nb));
-                if d < best {
-                    (best, at, moved) = (d, nb, true);
-                }
-            }
-            if !moved {
-                return at;
-            }
-        }
+    /// Cuts `node`'s list down to the best `max` neighbours by the heuristic.
+    fn prune(&self, node: u32, list: &mut Vec<u32>, max: usize) {
+        let p = self.row(node);
+        let mut cands: Vec<Near> = list.iter().map(|&nb| Near(self.distance(p, nb), nb)).collect();
+        cands.sort();
+        *list = self.select(&cands, max).into_iter().map(|n| n.1).collect();
+    }
+}
+
+/// The level of each node: `⌊−ln(u)·mL⌋` from a seeded xorshift64*, so levels are reproducible.
+fn levels(n: usize, params: HnswParams) -> Vec<usize> {
+    let mut rng = params.seed | 1;
+    let ml = 1.0 / (params.m.max(2) as f64).ln();
+    (0..n)
+        .map(|_| {
+            rng ^= rng >> 12;
+            rng ^= rng << 25;
+            rng ^= rng >> 27;
+            let u = ((rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 + 1.0)
+                / (1u64 << 53) as f64;
+            (-u.ln() * ml).floor() as usize
+        })
+        .collect()
+}
+
+/// The graph under construction: every node's lists pre-sized to its level, each behind a lock.
+struct Builder<'a> {
+    rows: Rows<'a>,
+    params: HnswParams,
+    links: Vec<Mutex<Vec<Vec<u32>>>>,
+    /// Entry node and top level.
+    top: RwLock<(u32, usize)>,
+    /// Held while a node that raises the top level is inserted, so two cannot race.
+    grow: Mutex<()>,
+}
+
+impl Builder<'_> {
+    fn max_links(&self, layer: usize) -> usize {
+        if layer == 0 { 2 * self.params.m } else { self.params.m }
     }
 
-    /// Beam search on one layer; returns up to `ef` nearest, sorted by distance.
-    fn search_layer(
-        &self,
-        data: &[f32],
-        q: &[f32],
-        entries: &[u32],
-        ef: usize,
-        layer: usize,
-        visited: &mut Visited,
-    ) -> Vec<Near> {
-        visited.clear();
-        let mut frontier: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
-        let mut best: BinaryHeap<Near> = BinaryHeap::new();
-        for &e in entries {
-            if visited.insert(e) {
-                let d = Near(1.0 - dot(q, self.row(data, e)), e);
-                frontier.push(std::cmp::Reverse(d));
-                best.push(d);
-            }
+    fn insert(&self, node: u32, level: usize, visited: &mut Visited) {
+        let mut top = *self.top.read().unwrap_or_else(PoisonError::into_inner);
+        let _grow = (level > top.1).then(|| {
+            let guard = self.grow.lock().unwrap_or_else(PoisonError::into_inner);
+            top = *self.top.read().unwrap_or_else(PoisonError::into_inner);
+            guard
+        });
+        let (mut entry, max_level) = top;
+        let q = self.rows.row(node);
+        let links = self.links.as_slice();
+        for layer in (level + 1..=max_level).rev() {
+            entry = self.rows.greedy(links, q, entry, layer);
         }
-        while best.len() > ef {
-            best.pop();
-        }
-        while let Some(std::cmp::Reverse(c)) = frontier.pop() {
-            if best.len() >= ef && best.peek().is_some_and(|w| c.0 > w.0) {
-                break;
-            }
-            for &nb in &self.links[c.1 as usize][layer] {
-                if !visited.insert(nb) {
-                    continue;
-                }
-                let d = 1.0 - dot(q, self.row(data, nb));
-                if best.len() < ef || best.peek().is_some_and(|w| d < w.0) {
-                    frontier.push(std::cmp::Reverse(Near(d, nb)));
-                    best.push(Near(d, nb));
-                    if best.len() > ef {
-                        best.pop();
-                    }
+        let mut entries = vec![entry];
+        for layer in (0..=level.min(max_level)).rev() {
+            let found = self.rows.search_layer(
+                links,
+                q,
+                &entries,
+                self.params.ef_construction,
+                layer,
+                visited,
+            );
+            let chosen = self.rows.select(&found, self.params.m);
+            self.links[node as usize].lock().unwrap_or_else(PoisonError::into_inner)[layer] =
+                chosen.iter().map(|n| n.1).collect();
+            for &Near(_, nb) in &chosen {
+                let mut lists =
+                    self.links[nb as usize].lock().unwrap_or_else(PoisonError::into_inner);
+                let list = &mut lists[layer];
+                list.push(node);
+                if list.len() > self.max_links(layer) {
+                    self.rows.prune(nb, list, self.max_links(layer));
                 }
             }
+            entries = found.iter().map(|n| n.1).collect();
         }
-        best.into_sorted_vec()
+        if level > max_level {
+            *self.top.write().unwrap_or_else(PoisonError::into_inner) = (node, level);
+        }
+    }
+}
+
+impl Hnsw {
+    /// Builds the graph over `data` (`n × dim`, rows L2-normalised), inserting in parallel.
+    pub fn build(data: &[f32], dim: usize, params: HnswParams) -> Self {
+        let n = data.len().checked_div(dim).unwrap_or(0);
+        let levels = levels(n, params);
+        if n == 0 {
+            return Self { dim, params, links: Vec::new(), entry: None, max_level: 0 };
+        }
+        let builder = Builder {
+            rows: Rows { data, dim },
+            params,
+            links: levels.iter().map(|&l| Mutex::new(vec![Vec::new(); l + 1])).collect(),
+            top: RwLock::new((0, levels[0])),
+            grow: Mutex::new(()),
+        };
+        (1..n).into_par_iter().with_min_len(4096).for_each_init(
+            || Visited::new(n),
+            |visited, i| builder.insert(i as u32, levels[i], visited),
+        );
+        let (entry, max_level) = builder.top.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let links = builder
+            .links
+            .into_iter()
+            .map(|l| l.into_inner().unwrap_or_else(PoisonError::into_inner))
+            .collect();
+        Self { dim, params, links, entry: Some(entry), max_level }
     }
 
     /// The `k` rows most similar to `q` (normalised) as `(row, cosine)`, best first; `ef` ≥ k
     /// is the beam width (larger: better recall, slower).
     pub fn search(&self, data: &[f32], q: &[f32], k: usize, ef: usize) -> Vec<(u32, f32)> {
         let Some(mut at) = self.entry else { return Vec::new() };
+        let rows = Rows { data, dim: self.dim };
+        let links = self.links.as_slice();
         for layer in (1..=self.max_level).rev() {
-            at = self.greedy(data, q, at, layer);
+            at = rows.greedy(links, q, at, layer);
         }
         let mut visited = Visited::new(self.links.len());
-        self.search_layer(data, q, &[at], ef.max(k), 0, &mut visited)
+        rows.search_layer(links, q, &[at], ef.max(k), 0, &mut visited)
             .into_iter()
             .take(k)
             .map(|n| (n.1, 1.0 - n.0))

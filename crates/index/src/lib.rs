@@ -18,12 +18,14 @@ mod analyzer;
 mod bm25;
 mod fusion;
 mod hnsw;
+mod vector;
 
 pub use aggregate::{Aggregation, DocHit};
 pub use analyzer::Analyzer;
 pub use bm25::{Bm25, TermExplanation};
 pub use fusion::{FusedParts, Fusion, RRF_K};
-pub use hnsw::{Hnsw, HnswParams, dot};
+pub use hnsw::{Hnsw, HnswParams};
+pub use vector::{dot, dot_rows, simd};
 
 /// Invalid retrieval parameters (always the user's error).
 #[derive(Debug, thiserror::Error)]
