@@ -14,8 +14,23 @@ use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Strategy};
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 16 * 1024;
 
-/// Each list is cut to this many chunks (or 10·k if more) before hybrid fusion.
-const FUSION_DEPTH: usize = 1000;
+/// Hybrid fusion and document aggregation see this many of each list's best chunks (or 10·k if
+/// more): as many as an approximate search returns, so exact and HNSW search aggregate the same
+/// kind of list, and `sum` adds up a document's strong matches rather than its length.
+const CANDIDATE_DEPTH: usize = 1000;
+
+/// How many chunks a strategy needs scored: `k` for dense chunk results, else the deep list.
+fn candidates(strategy: &Strategy) -> usize {
+    if strategy.mode == Mode::Dense && strategy.level == Level::Chunk {
+        strategy.k
+    } else {
+        CANDIDATE_DEPTH.max(10 * strategy.k)
+    }
+}
+
+/// A document result's text is made of at most this many of its best chunks (`sum` can rest
+/// on hundreds).
+const DOC_TEXT_CHUNKS: usize = 3;
 
 /// Separator between the texts of several chunks of one document result.
 const ELLIPSIS: &str = "\n…\n";
@@ -170,7 +185,7 @@ impl<S: StoreRead> Engine<S> {
                 .into_iter()
                 .map(|h| DocHit { doc: h.doc, score: h.score, chunks: vec![h] })
                 .collect(),
-            Level::Doc => strategy.agg.rank(hits, strategy.k),
+            Level::Doc => strategy.agg.rank(top_k(hits, candidates(&strategy)), strategy.k),
         };
         let mut contexts = Vec::with_capacity(groups.len());
         for group in groups {
@@ -183,7 +198,9 @@ impl<S: StoreRead> Engine<S> {
                     records.iter().find(|r| r.id == h.chunk).map(|r| (*h, r.chunk.span))
                 })
                 .collect();
-            let mut spans: Vec<Span> = chunks.iter().map(|(_, s)| *s).collect();
+            // A document result shows its best chunks' text; all its chunks are listed.
+            let mut spans: Vec<Span> =
+                chunks.iter().take(DOC_TEXT_CHUNKS).map(|(_, s)| *s).collect();
             spans.sort_unstable();
             contexts.push(Context {
                 doc: group.doc,
@@ -229,7 +246,7 @@ impl<S: StoreRead> Engine<S> {
 
     /// Scores chunks as the strategy's mode says.
     fn score(&self, query: &str, strategy: &Strategy) -> Result<Scored> {
-        let candidates = FUSION_DEPTH.max(10 * strategy.k);
+        let candidates = candidates(strategy);
         if strategy.mode == Mode::Dense {
             let hits = self.dense_hits(query, candidates, strategy.exact)?;
             return Ok(Scored { hits, dense_only: true, ..Scored::default() });

@@ -90,7 +90,8 @@ mode=bm25|dense|hybrid[:rrf[=K]|:linear=W]
                scoring: BM25, cosine of embeddings, or both fused by reciprocal rank
                (K = 60) or by W·dense + (1−W)·BM25 on min–max normalised scores (default bm25)
 level=chunk|doc  rank chunks, or documents from their chunks (default chunk)
-agg=max|mean:K|sum  chunk-to-document aggregation for level=doc (default max)
+agg=max|mean:K|sum  chunk-to-document aggregation for level=doc, over the best 1,000
+               chunks (default max)
 k=N            number of results (default 10)
 expand=window:W|parent|doc|merge:R
                after ranking, grow each hit: W sentences each side, its parent chunk, the

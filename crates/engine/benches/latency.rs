@@ -1,0 +1,223 @@
+//! End-to-end query latency on a collection of 100k+ chunks, per retrieval mode, and the exact
+//! scan's throughput against the machine's memory bandwidth measured in the same run.
+//!
+//! Collection (from `CKEEP_DATA`, default `../shared/data`), cut into sentences and embedded
+//! with all-MiniLM-L6-v2 (vectors come from the embedding cache after the first run): `SciFact`'s
+//! 5,183 abstracts, 10,033 Wikipedia vital-article summaries, the 48 `SQuAD` long documents and
+//! the `WikiText-2` test articles. Queries: `SciFact`'s 1,109 claims and the first 1,000 `SQuAD`
+//! questions, each searched once per mode, top 10 chunks with their text.
+//!
+//! Every latency includes embedding the query (the query embedder is uncached), scoring,
+//! ranking and reading the results' text from the store; the graph and vectors are loaded by a
+//! warm-up query first, as a long-running process would have them.
+//!
+//! Run: `cargo bench -p ckeep-engine --bench latency` (needs `ckeep model pull all-MiniLM-L6-v2`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ckeep_core::Document;
+use ckeep_embed::{CachedEmbedder, Embedder, EmbeddingCache, InputKind};
+use ckeep_engine::{Engine, Mode, SearchRequest, Strategy};
+use ckeep_index::{Fusion, dot_rows, simd};
+use ckeep_store::{SqliteStore, StoreRead};
+use ckeep_text::Loader;
+use ckeep_text::load::{Format, Source};
+use rayon::prelude::*;
+
+const MODEL: &str = "all-MiniLM-L6-v2";
+
+fn data_dir() -> PathBuf {
+    std::env::var_os("CKEEP_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        PathBuf::from,
+    )
+}
+
+fn jsonl(path: &Path, prefix: &str) -> Vec<Document> {
+    let docs = Loader::default()
+        .load(&Source::File(path.to_path_buf(), Format::Jsonl))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .documents;
+    docs.into_iter()
+        .map(|mut d| {
+            d.id = format!("{prefix}/{}", d.id);
+            d
+        })
+        .collect()
+}
+
+fn corpus(data: &Path) -> Vec<Document> {
+    let mut docs = jsonl(&data.join("beir_scifact/corpus.jsonl"), "scifact");
+    docs.extend(jsonl(&data.join("squad_dev/longdoc-v1.1.docs.jsonl"), "squad"));
+    docs.extend(jsonl(&data.join("wikitext2_test/articles.jsonl"), "wikitext"));
+    let raw = std::fs::read_to_string(data.join("wiki_vital_summaries_en/summaries_en-us.json"))
+        .expect("wiki summaries");
+    let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&raw).unwrap();
+    for (id, v) in &map {
+        let text = v["extract"].as_str().unwrap_or("");
+        if !text.trim().is_empty() {
+            docs.push(Document::new(format!("wiki/{id}"), v["title"].as_str().unwrap_or(""), text));
+        }
+    }
+    docs
+}
+
+fn queries(data: &Path) -> Vec<String> {
+    let field = |path: PathBuf, name: &str, take: usize| -> Vec<String> {
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .lines()
+            .take(take)
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()[name].to_string())
+            .collect()
+    };
+    let mut q = field(data.join("beir_scifact/queries.jsonl"), "text", usize::MAX);
+    q.extend(field(data.join("squad_dev/longdoc-v1.1.queries.jsonl"), "question", 1000));
+    q
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3
+}
+
+/// Median, 99th percentile (ms) and throughput (queries/s) of one pass over `queries`.
+fn measure(queries: &[String], mut run: impl FnMut(&str)) -> (f64, f64, f64) {
+    let mut times: Vec<Duration> = queries
+        .iter()
+        .map(|q| {
+            let t = Instant::now();
+            run(q);
+            t.elapsed()
+        })
+        .collect();
+    times.sort_unstable();
+    let total: Duration = times.iter().sum();
+    (percentile(&times, 0.5), percentile(&times, 0.99), times.len() as f64 / total.as_secs_f64())
+}
+
+/// Read bandwidth in GB/s: a lane-wise sum over a 1 GiB buffer, all cores, best of 5.
+fn memory_bandwidth() -> f64 {
+    let buffer: Vec<f32> = (0..(1usize << 28)).map(|i| (i % 7) as f32).collect();
+    let best = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            let total: f32 = buffer
+                .par_chunks(1 << 16)
+                .map(|block| {
+                    simd(
+                        #[inline(always)]
+                        || {
+                            let mut lanes = [0f32; 32];
+                            for c in block.chunks_exact(32) {
+                                for i in 0..32 {
+                                    lanes[i] += c[i];
+                                }
+                            }
+                            lanes.iter().sum::<f32>()
+                        },
+                    )
+                })
+                .sum();
+            std::hint::black_box(total);
+            t.elapsed()
+        })
+        .min()
+        .unwrap();
+    (buffer.len() * 4) as f64 / best.as_secs_f64() / 1e9
+}
+
+/// The exact scan's kernel over the store's vectors in GB/s (all cores, best of 20).
+fn scan_bandwidth(data: &[f32], dim: usize, q: &[f32]) -> f64 {
+    let best = (0..20)
+        .map(|_| {
+            let t = Instant::now();
+            let scores: Vec<f32> = data
+                .par_chunks(4096 * dim)
+                .flat_map_iter(|block| {
+                    let mut out = Vec::with_capacity(4096);
+                    dot_rows(block, dim, q, &mut out);
+                    out
+                })
+                .collect();
+            std::hint::black_box(scores);
+            t.elapsed()
+        })
+        .min()
+        .unwrap();
+    (data.len() * 4) as f64 / best.as_secs_f64() / 1e9
+}
+
+fn main() {
+    let data = data_dir();
+    let model = ckeep_embed::load(MODEL).expect("ckeep model pull all-MiniLM-L6-v2");
+    let cache = Arc::new(EmbeddingCache::open(&EmbeddingCache::default_path()).unwrap());
+    let cached: Arc<dyn Embedder> = Arc::new(CachedEmbedder::new(Arc::clone(&model), Some(cache)));
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus(&data);
+    let started = Instant::now();
+    let mut engine =
+        Engine::new(SqliteStore::open_or_create(dir.path()).unwrap()).with_embedder(cached);
+    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    for d in &docs {
+        ingest.add(d.clone()).unwrap();
+    }
+    let report = ingest.finish().unwrap();
+    println!(
+        "{} documents, {} chunks, {} vectors ({} from the cache); ingest {:.0} s, HNSW built: {}",
+        docs.len(),
+        report.chunks,
+        report.vectors,
+        report.cached_vectors,
+        started.elapsed().as_secs_f64(),
+        report.vector_index_built
+    );
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let engine =
+        Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(Arc::clone(&model));
+    let queries = queries(&data);
+    println!("{} queries, {cores} cores, top 10 chunks with text", queries.len());
+    println!();
+    println!("| mode | p50 ms | p99 ms | queries/s |");
+    println!("|---|---|---|---|");
+    let row = |name: &str, (p50, p99, qps): (f64, f64, f64)| {
+        println!("| {name} | {p50:.2} | {p99:.2} | {qps:.0} |");
+    };
+    row(
+        "query embedding alone",
+        measure(&queries, |q| {
+            std::hint::black_box(model.embed(&[q], InputKind::Query).unwrap());
+        }),
+    );
+    let modes = [
+        ("bm25", Mode::Bm25, false),
+        ("dense (HNSW)", Mode::Dense, false),
+        ("dense (exact scan)", Mode::Dense, true),
+        ("hybrid rrf (HNSW)", Mode::Hybrid(Fusion::default()), false),
+        ("hybrid rrf (exact scan)", Mode::Hybrid(Fusion::default()), true),
+    ];
+    for (name, mode, exact) in modes {
+        let strategy = Strategy { mode, exact, ..Strategy::default() };
+        let search = |q: &str| {
+            let req =
+                SearchRequest { query: q.to_string(), strategy: strategy.clone(), explain: false };
+            std::hint::black_box(engine.search(&req).unwrap());
+        };
+        search("warm up");
+        row(name, measure(&queries, search));
+    }
+    let mut m = engine.store().vectors("plain").unwrap();
+    m.data.par_chunks_mut(m.dim).for_each(ckeep_embed::normalize);
+    let q = m.data[..m.dim].to_vec();
+    let scan = scan_bandwidth(&m.data, m.dim, &q);
+    let memory = memory_bandwidth();
+    let copy = m.data.clone();
+    eprintln!("scan of a fresh copy: {:.1} GB/s", scan_bandwidth(&copy, m.dim, &q));
+    println!();
+    println!(
+        "exact scan: {:.0} MB of vectors at {scan:.1} GB/s; memory read bandwidth {memory:.1} GB/s; ratio {:.2}",
+        (m.data.len() * 4) as f64 / 1e6,
+        scan / memory
+    );
+}
