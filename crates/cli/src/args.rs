@@ -73,6 +73,126 @@ pub enum Command {
     Embed(EmbedArgs),
     /// List, install and inspect embedding models.
     Model(ModelArgs),
+    /// Compare two texts by chunk-pair similarity: both are cut into word windows, every window
+    /// embedded, and the score is the mean cosine of the top-k most similar window pairs; the
+    /// whole-text cosine is shown beside it.
+    Similar(SimilarArgs),
+    /// Score labelled text pairs (duplicate or not) by whole-text cosine and by chunk-pair
+    /// similarity, side by side: accuracy (95 % interval), precision, recall and F1 at a
+    /// threshold, ROC-AUC, average precision, and McNemar's test between the two.
+    ///
+    /// A threshold calibrated with --calibrate FILE or --calibrate-split F is chosen on pairs
+    /// that are not the ones reported.
+    Pairs(PairsArgs),
+    /// Find near-duplicate documents (or passages) in the store: each chunk's nearest stored
+    /// neighbours propose candidate pairs (through the HNSW graph for large stores), which are
+    /// scored by chunk-pair similarity and grouped into clusters with their matching spans.
+    Dedup(DedupArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DedupArgs {
+    /// Pairs scoring at least this are near-duplicates.
+    #[arg(long, value_name = "T", default_value_t = 0.9)]
+    pub threshold: f64,
+    /// doc: document pairs scored by the mean of their top-k chunk cosines; chunk: single
+    /// chunk pairs by cosine.
+    #[arg(long, value_parser = parse_level, default_value = "doc")]
+    pub level: Level,
+    /// Chunk pairs averaged for a document pair.
+    #[arg(long, value_name = "K", default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
+    pub top_k: usize,
+    /// Nearest neighbours looked up per chunk to propose candidates.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
+    pub neighbours: usize,
+    /// Show the text of the matching chunks.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+/// How pair similarity cuts and scores texts.
+#[derive(Debug, Args)]
+pub struct PairScoring {
+    /// How to cut each text (default: windows of clamp(words/4, 18, 150) words, the chunk-pair
+    /// experiment's rule).
+    #[arg(long, value_name = "SPEC", default_value = "words:dynamic", value_parser = parse_chunker)]
+    pub chunker: ChunkerSpec,
+    /// Number of most similar chunk pairs averaged.
+    #[arg(long, value_name = "K", default_value_t = ckeep_engine::DEFAULT_TOP_K, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    pub top_k: usize,
+    #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2", help = MODEL_HELP)]
+    pub model: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SimilarArgs {
+    /// First text (a file with --files).
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// Second text (a file with --files).
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// A and B are file paths.
+    #[arg(long)]
+    pub files: bool,
+    #[command(flatten)]
+    pub scoring: PairScoring,
+    /// Scores at or above this are duplicates.
+    #[arg(long, value_name = "T", default_value_t = ckeep_engine::DEFAULT_THRESHOLD)]
+    pub threshold: f64,
+    /// List the top chunk pairs with their spans and text.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+/// Pair file layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PairFormatArg {
+    Tsv,
+    Csv,
+    Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct PairsArgs {
+    /// The labelled pairs.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// File layout (default: from the extension, else tsv).
+    #[arg(long, value_enum)]
+    pub format: Option<PairFormatArg>,
+    /// Fields: for tsv/csv the roles in column order (label, a, b, id; `-` skips a column); for
+    /// jsonl ROLE=KEY pairs such as `label=is_duplicate,a=question1,b=question2`.
+    #[arg(long, value_name = "LIST", default_value = "label,a,b,id")]
+    pub columns: ckeep_eval::pair_file::Columns,
+    #[command(flatten)]
+    pub scoring: PairScoring,
+    /// Fixed threshold: scores at or above it are duplicates.
+    #[arg(long, value_name = "T", default_value_t = ckeep_engine::DEFAULT_THRESHOLD)]
+    pub threshold: f64,
+    /// Also choose each method's best threshold on this file (same format and columns) and
+    /// report FILE's pairs at it.
+    #[arg(long, value_name = "DEV_FILE", conflicts_with = "calibrate_split")]
+    pub calibrate: Option<PathBuf>,
+    /// Calibrate on this fraction of FILE's pairs (a seeded random split) and report the rest.
+    #[arg(long, value_name = "F", value_parser = parse_fraction)]
+    pub calibrate_split: Option<f64>,
+    /// Use a random sample of N pairs of FILE (after any split), drawn with --seed.
+    #[arg(long, value_name = "N")]
+    pub sample: Option<usize>,
+    /// Seed of --sample and --calibrate-split.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Write every reported pair's scores and verdicts here (TSV).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f > 0.0 && f < 1.0 => Ok(f),
+        _ => Err(format!("`{s}` is not a fraction strictly between 0 and 1")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -217,6 +337,10 @@ pub struct EvalRunArgs {
     /// Model for strategies with mode=dense that name none (model=…).
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
+    /// Also state each strategy's context length in tokens of this installed model's tokenizer
+    /// (`none`: words only).
+    #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2")]
+    pub count_tokens: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -268,7 +392,7 @@ pub struct SearchArgs {
     #[arg(long, value_parser = parse_level)]
     pub level: Option<Level>,
     /// How chunk scores become a document score with --level doc: max, mean:K (mean of the
-    /// best K chunks) or sum.
+    /// best K chunks) or sum; over the best 1,000 chunks of the query.
     #[arg(long = "aggregate", alias = "agg", value_name = "AGG", value_parser = parse_agg)]
     pub agg: Option<Aggregation>,
     /// After ranking, grow each hit into its context: window:W (W sentences on each side),

@@ -87,5 +87,8 @@ fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
         Command::Eval(e) => commands::eval::run(&e.command, cli.global.no_cache, out),
         Command::Embed(a) => commands::embed::run(a, cli.global.no_cache, out),
         Command::Model(m) => commands::model::run(&m.command, out),
+        Command::Similar(a) => commands::similar::run(a, cli.global.no_cache, out),
+        Command::Pairs(a) => commands::pairs::run(a, cli.global.no_cache, out),
+        Command::Dedup(a) => commands::dedup::run(store, a, out),
     }
 }

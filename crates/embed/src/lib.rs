@@ -164,6 +164,39 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// Counts tokens as a model's tokenizer cuts text (no special tokens, no truncation), to state
+/// context lengths in the unit a reader model is limited by.
+#[derive(Debug)]
+pub struct TokenCounter {
+    tokenizer: tokenizers::Tokenizer,
+    name: String,
+}
+
+impl TokenCounter {
+    /// The tokenizer of an installed model: a name (as for `--model`) or a model directory.
+    pub fn load(spec: &str) -> Result<Self> {
+        let dir = if Path::new(spec).is_dir() {
+            PathBuf::from(spec)
+        } else {
+            registry::find_installed(spec)?
+        };
+        let (mut tokenizer, _) = read_tokenizer(&dir)?;
+        tokenizer.with_padding(None);
+        tokenizer.with_truncation(None).map_err(|e| Error::Tokenizer(e.to_string()))?;
+        Ok(Self { tokenizer, name: registry::display_name(&dir) })
+    }
+
+    /// The model's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Tokens in `text` (0 if the tokenizer refuses it).
+    pub fn count(&self, text: &str) -> usize {
+        self.tokenizer.encode(text, false).map_or(0, |e| e.len())
+    }
+}
+
 /// Opens what a `--model` value names:
 /// - `http://…` / `https://…` (`URL#MODEL` to name the server's model): an OpenAI-compatible
 ///   embeddings server; the key comes from `CKEEP_API_KEY` or `OPENAI_API_KEY`;

@@ -20,10 +20,12 @@
 //! assert_eq!(res.results[0].text, "Dogs bark loudly.");
 //! ```
 
+mod dedup;
 mod dense;
 mod expand;
 mod ingest;
 mod search;
+mod similar;
 mod strategy;
 
 use std::sync::{Arc, RwLock};
@@ -32,10 +34,14 @@ use ckeep_embed::Embedder;
 use ckeep_index::{Analyzer, Bm25};
 use ckeep_store::VectorMatrix;
 
+pub use dedup::{ChunkMatch, DedupOptions, DuplicateCluster, DuplicatePair, MatchedChunk};
 pub use dense::ANN_MIN_VECTORS;
 pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
 pub use search::{SearchRequest, SearchResponse, SearchResult};
+pub use similar::{
+    ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,
+};
 pub use strategy::{Level, MAX_K, Mode, Strategy};
 
 /// The lexical field that holds chunks' own text.

@@ -36,6 +36,8 @@ pub struct StrategyResult {
     pub query_seconds: f64,
     /// Mean words of context a reader gets: the text of the top `context_k` results, per query.
     pub context_words: f64,
+    /// The same in tokens of [`Comparison::token_model`]'s tokenizer, when one was given.
+    pub context_tokens: Option<f64>,
 }
 
 /// A whole comparison.
@@ -51,6 +53,8 @@ pub struct Comparison {
     pub metrics: Vec<String>,
     /// The cut-off of `context_words`: the largest `contain@k`, else 10.
     pub context_k: usize,
+    /// The model whose tokenizer counted `context_tokens`.
+    pub token_model: Option<String>,
     /// One entry per strategy, in the order given.
     pub strategies: Vec<StrategyResult>,
 }
@@ -79,6 +83,7 @@ pub fn run(
     metrics: &[Metric],
     work_dir: &Path,
     models: ModelLoader<'_>,
+    tokens: Option<&ckeep_embed::TokenCounter>,
     progress: Progress<'_>,
 ) -> Result<Comparison, ckeep_engine::Error> {
     if let Some(s) = strategies.iter().find(|s| s.mode.needs_model() && s.model.is_none()) {
@@ -140,11 +145,15 @@ pub fn run(
             contexts.push(results.into_iter().map(|r| r.text).collect());
             progress(&format!("querying {s}"), i as u64 + 1, total);
         }
-        let context_words = contexts
-            .iter()
-            .map(|c| c.iter().take(context_k).map(|t| t.split_whitespace().count()).sum::<usize>())
-            .sum::<usize>() as f64
-            / contexts.len().max(1) as f64;
+        let mean_length = |count: &dyn Fn(&str) -> usize| {
+            contexts
+                .iter()
+                .map(|c| c.iter().take(context_k).map(|t| count(t)).sum::<usize>())
+                .sum::<usize>() as f64
+                / contexts.len().max(1) as f64
+        };
+        let context_words = mean_length(&|t| t.split_whitespace().count());
+        let context_tokens = tokens.map(|counter| mean_length(&|t| counter.count(t)));
         let mut evaluation = evaluate(&dataset.qrels, &run, metrics);
         fill_containment(&mut evaluation, metrics, dataset, &contexts);
         let p_values = match results.first() {
@@ -164,6 +173,7 @@ pub fn run(
             run,
             query_seconds: started.elapsed().as_secs_f64(),
             context_words,
+            context_tokens,
         });
     }
     Ok(Comparison {
@@ -172,6 +182,7 @@ pub fn run(
         queries: dataset.queries.len(),
         metrics: metrics.iter().map(ToString::to_string).collect(),
         context_k,
+        token_model: tokens.map(|t| t.name().to_string()),
         strategies: results,
     })
 }

@@ -20,6 +20,8 @@
 pub mod dataset;
 pub mod experiment;
 mod metrics;
+pub mod pair_file;
+pub mod pairs;
 pub mod plots;
 pub mod report;
 mod significance;

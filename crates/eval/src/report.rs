@@ -14,9 +14,18 @@ const ALPHA: f64 = 0.05;
 /// p-value against the first (`†` when below 0.05).
 pub fn markdown_table(c: &Comparison) -> String {
     let mut out = String::new();
-    let _ =
-        writeln!(out, "| strategy | {} | context words@{} |", c.metrics.join(" | "), c.context_k);
-    let _ = writeln!(out, "|---|{}---|", "---|".repeat(c.metrics.len()));
+    let tokens = c
+        .token_model
+        .as_ref()
+        .map_or(String::new(), |m| format!(" context tokens@{} ({m}) |", c.context_k));
+    let _ = writeln!(
+        out,
+        "| strategy | {} | context words@{} |{tokens}",
+        c.metrics.join(" | "),
+        c.context_k
+    );
+    let columns = c.metrics.len() + 1 + usize::from(c.token_model.is_some());
+    let _ = writeln!(out, "|---|{}", "---|".repeat(columns));
     let best: Vec<f64> = (0..c.metrics.len())
         .map(|m| {
             c.strategies.iter().map(|s| s.evaluation.means[m]).fold(f64::NEG_INFINITY, f64::max)
@@ -37,8 +46,14 @@ pub fn markdown_table(c: &Comparison) -> String {
                 cell
             })
             .collect();
-        let _ =
-            writeln!(out, "| `{}` | {} | {:.0} |", s.strategy, cells.join(" | "), s.context_words);
+        let tokens = s.context_tokens.map_or(String::new(), |t| format!(" {t:.0} |"));
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {:.0} |{tokens}",
+            s.strategy,
+            cells.join(" | "),
+            s.context_words
+        );
     }
     out
 }

@@ -104,7 +104,7 @@ fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
 }
 
 /// Lanczos approximation of ln Γ(x) for x > 0.
-fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     const G: [f64; 6] = [
         76.180_091_729_471_46,
         -86.505_320_329_416_77,
@@ -120,10 +120,10 @@ fn ln_gamma(x: f64) -> f64 {
 }
 
 /// A small deterministic generator (Steele, Lea & Flood 2014).
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

@@ -128,8 +128,25 @@ fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::R
         loaded.insert(spec.to_string(), Arc::clone(&m));
         Ok(m)
     };
-    let comparison =
-        experiment::run(&data, &strategies, &args.metrics, work, &mut models, &mut progress)?;
+    let tokens = match args.count_tokens.as_deref() {
+        None | Some("none") => None,
+        Some(spec) => match ckeep_embed::TokenCounter::load(spec) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                out.warn(format!("context lengths in words only: {e}"));
+                None
+            }
+        },
+    };
+    let comparison = experiment::run(
+        &data,
+        &strategies,
+        &args.metrics,
+        work,
+        &mut models,
+        tokens.as_ref(),
+        &mut progress,
+    )?;
     bar.finish_and_clear();
     if let Some(dir) = &args.report {
         report::write(dir, &comparison, &data.qrels)
@@ -152,10 +169,11 @@ fn print_comparison(c: &Comparison, out: &Output) -> anyhow::Result<()> {
                     "p_values": by_metric(&c.metrics, &s.p_values),
                     "query_seconds": s.query_seconds,
                     "context_words": s.context_words,
+                    "context_tokens": s.context_tokens,
                 })
             })
             .collect();
-        out.print_json(&serde_json::json!({"dataset": c.dataset, "documents": c.documents, "queries": c.queries, "metrics": c.metrics, "context_k": c.context_k, "strategies": strategies}))?;
+        out.print_json(&serde_json::json!({"dataset": c.dataset, "documents": c.documents, "queries": c.queries, "metrics": c.metrics, "context_k": c.context_k, "token_model": c.token_model, "strategies": strategies}))?;
     } else {
         outln!("{} — {} documents, {} queries", c.dataset, c.documents, c.queries);
         outln!("{}", report::markdown_table(c));

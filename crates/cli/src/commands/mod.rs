@@ -2,11 +2,14 @@
 
 pub mod add;
 pub mod admin;
+pub mod dedup;
 pub mod embed;
 pub mod eval;
 pub mod model;
+pub mod pairs;
 pub mod search;
 pub mod show;
+pub mod similar;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,0 +1,94 @@
+//! `ckeep similar A B`: one pair, chunk-pair score and whole-text cosine, optionally explained.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ckeep_engine::PairScorer;
+
+use crate::args::{PairScoring, SimilarArgs};
+use crate::output::{Output, outln, snippet};
+
+/// A scorer for `scoring`'s model, chunker and k.
+pub fn scorer(scoring: &PairScoring, no_cache: bool) -> anyhow::Result<PairScorer> {
+    let model = super::load_model(&scoring.model, no_cache)?;
+    Ok(PairScorer::new(model, scoring.chunker.clone(), scoring.top_k)?)
+}
+
+fn read(path: &str) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {path}"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::Error::new(crate::UsageError(format!(
+            "{path} is not UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )))
+    })
+}
+
+pub fn run(args: &SimilarArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
+    let (a, b) = if args.files {
+        (read(&args.a)?, read(&args.b)?)
+    } else {
+        (args.a.clone(), args.b.clone())
+    };
+    for (name, text) in [("A", &a), ("B", &b)] {
+        if text.trim().is_empty() {
+            anyhow::bail!(crate::UsageError(format!("{name} is empty")));
+        }
+    }
+    let scorer = scorer(&args.scoring, no_cache)?;
+    let embedded = scorer.embed(&[&a, &b])?;
+    let (ea, eb) = (&embedded[0], &embedded[1]);
+    let score = scorer.score(ea, eb);
+    let duplicate = f64::from(score.chunk_pair) >= args.threshold;
+    let pairs = ea.spans.len() * eb.spans.len();
+    if out.json {
+        let top: Vec<serde_json::Value> = score
+            .top
+            .iter()
+            .map(|p| {
+                let (sa, sb) = (ea.spans[p.a], eb.spans[p.b]);
+                serde_json::json!({
+                    "cosine": p.cosine,
+                    "a": {"chunk": p.a, "span": sa, "text": sa.slice(&a)},
+                    "b": {"chunk": p.b, "span": sb, "text": sb.slice(&b)},
+                })
+            })
+            .collect();
+        out.print_json(&serde_json::json!({
+            "chunk_pair": score.chunk_pair,
+            "whole": score.whole,
+            "threshold": args.threshold,
+            "duplicate": duplicate,
+            "whole_duplicate": f64::from(score.whole) >= args.threshold,
+            "model": scorer.embedder().info().name,
+            "chunker": args.scoring.chunker.to_string(),
+            "top_k": args.scoring.top_k,
+            "chunks": [ea.spans.len(), eb.spans.len()],
+            "top": if args.explain { serde_json::Value::from(top) } else { serde_json::Value::Null },
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "chunk-pair score  {:.4}  (mean of the top {} of {pairs} chunk pairs; {} × {} chunks, {})",
+        score.chunk_pair,
+        score.top.len(),
+        ea.spans.len(),
+        eb.spans.len(),
+        args.scoring.chunker
+    );
+    outln!("whole-text cosine {:.4}", score.whole);
+    outln!(
+        "verdict           {} (threshold {:.2}; by whole-text cosine: {})",
+        if duplicate { "duplicate" } else { "different" },
+        args.threshold,
+        if f64::from(score.whole) >= args.threshold { "duplicate" } else { "different" }
+    );
+    if args.explain {
+        for p in &score.top {
+            let (sa, sb) = (ea.spans[p.a], eb.spans[p.b]);
+            outln!("  {:.4}  A {}..{} {:?}", p.cosine, sa.start, sa.end, snippet(sa.slice(&a), 60));
+            outln!("          B {}..{} {:?}", sb.start, sb.end, snippet(sb.slice(&b), 60));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,283 @@
+//! Near-duplicate search over a store: every chunk's nearest neighbours (through the HNSW
+//! graph for large collections, an exact scan otherwise) propose candidate document pairs, and
+//! only those are scored by chunk-pair similarity (the mean of their top-k chunk cosines), so
+//! the cost grows with the collection rather than with its square.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use ckeep_core::{ChunkId, DocKey, Span};
+use ckeep_index::dot_rows;
+use ckeep_store::{StoreRead, VectorMatrix};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::{ANN_MIN_VECTORS, Engine, Error, Level, Result};
+
+/// Below this many vectors candidates come from an exact scan (building a graph costs more).
+const GRAPH_MIN_VECTORS: usize = 2_000;
+
+/// Beam width of the neighbour searches.
+const NEIGHBOUR_EF: usize = 64;
+
+/// What to look for.
+#[derive(Debug, Clone, Copy)]
+pub struct DedupOptions {
+    /// Pairs scoring at least this are duplicates.
+    pub threshold: f32,
+    /// Documents (scored by chunk pairs) or single chunks (scored by cosine).
+    pub level: Level,
+    /// Chunk pairs averaged for a document pair.
+    pub top_k: usize,
+    /// Neighbours looked up per chunk to propose candidates.
+    pub neighbours: usize,
+}
+
+impl Default for DedupOptions {
+    fn default() -> Self {
+        Self { threshold: 0.9, level: Level::Doc, top_k: 3, neighbours: 10 }
+    }
+}
+
+/// One side of a matching chunk pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatchedChunk {
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// Its bytes in its document.
+    pub span: Span,
+}
+
+/// A matching chunk pair behind a duplicate.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChunkMatch {
+    /// Chunk of the first document.
+    pub a: MatchedChunk,
+    /// Chunk of the second document.
+    pub b: MatchedChunk,
+    /// Their cosine.
+    pub cosine: f32,
+}
+
+/// Two documents found to be near-duplicates.
+#[derive(Debug, Clone, Serialize)]
+pub struct DuplicatePair {
+    /// First document's id.
+    pub a: String,
+    /// Second document's id.
+    pub b: String,
+    /// Chunk-pair score (doc level) or cosine (chunk level).
+    pub score: f32,
+    /// The chunk pairs behind the score, most similar first.
+    pub matches: Vec<ChunkMatch>,
+}
+
+/// Documents joined by duplicate pairs (connected components).
+#[derive(Debug, Clone, Serialize)]
+pub struct DuplicateCluster {
+    /// The documents, sorted.
+    pub documents: Vec<String>,
+    /// The pairs inside the cluster, best first.
+    pub pairs: Vec<DuplicatePair>,
+}
+
+/// Two matrix rows and their cosine.
+type RowPair = (u32, u32, f32);
+
+/// A scored document pair and the row pairs behind its score.
+struct Found {
+    a: DocKey,
+    b: DocKey,
+    score: f32,
+    rows: Vec<RowPair>,
+}
+
+/// Row pairs `(i, j)`, `i < j`, of different documents, each row with its nearest neighbours.
+fn candidate_rows<S: StoreRead>(
+    engine: &Engine<S>,
+    m: &VectorMatrix,
+    neighbours: usize,
+) -> Vec<RowPair> {
+    let graph = (m.len() >= GRAPH_MIN_VECTORS.min(ANN_MIN_VECTORS)).then(|| engine.graph(m));
+    let rows: Vec<usize> = (0..m.len()).collect();
+    rows.par_iter()
+        .flat_map_iter(|&i| {
+            let q = &m.data[i * m.dim..(i + 1) * m.dim];
+            let found: Vec<(u32, f32)> = if let Some(g) = &graph {
+                g.search(&m.data, q, neighbours + 1, NEIGHBOUR_EF.max(neighbours + 1))
+            } else {
+                let mut scores = Vec::with_capacity(m.len());
+                dot_rows(&m.data, m.dim, q, &mut scores);
+                let mut all: Vec<(u32, f32)> =
+                    scores.into_iter().enumerate().map(|(j, s)| (j as u32, s)).collect();
+                let keep = (neighbours + 1).min(all.len());
+                if keep < all.len() {
+                    all.select_nth_unstable_by(keep, |a, b| b.1.total_cmp(&a.1));
+                    all.truncate(keep);
+                }
+                all
+            };
+            found.into_iter().filter(move |&(j, _)| m.docs[j as usize] != m.docs[i]).map(
+                move |(j, s)| {
+                    let (a, b) = if (i as u32) < j { (i as u32, j) } else { (j, i as u32) };
+                    (a, b, s)
+                },
+            )
+        })
+        .collect()
+}
+
+/// Union-find root of `k`, compressing the path.
+fn root(parent: &mut HashMap<DocKey, DocKey>, k: DocKey) -> DocKey {
+    let p = *parent.entry(k).or_insert(k);
+    if p == k {
+        return k;
+    }
+    let r = root(parent, p);
+    parent.insert(k, r);
+    r
+}
+
+/// Connected components of `pairs` over document keys.
+fn components(pairs: &[(DocKey, DocKey)]) -> Vec<Vec<DocKey>> {
+    let mut parent: HashMap<DocKey, DocKey> = HashMap::new();
+    for &(a, b) in pairs {
+        let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+        if ra != rb {
+            parent.insert(ra.max(rb), ra.min(rb));
+        }
+    }
+    let keys: Vec<DocKey> = parent.keys().copied().collect();
+    let mut groups: BTreeMap<DocKey, Vec<DocKey>> = BTreeMap::new();
+    for k in keys {
+        let r = root(&mut parent, k);
+        groups.entry(r).or_default().push(k);
+    }
+    groups.into_values().collect()
+}
+
+impl<S: StoreRead> Engine<S> {
+    /// All near-duplicate document pairs (or chunk pairs) of the store, grouped into clusters,
+    /// largest score first.
+    pub fn dedup(&self, opts: &DedupOptions) -> Result<Vec<DuplicateCluster>> {
+        if self.store.manifest()?.model.is_none() {
+            return Err(Error::ModelRequired(
+                "the store has no vectors: dedup compares chunk embeddings; build the store with `ckeep add --model NAME`".into(),
+            ));
+        }
+        if opts.top_k == 0 || opts.neighbours == 0 {
+            return Err(Error::Invalid("top-k and neighbours must be at least 1".into()));
+        }
+        let m = self.matrix()?;
+        let candidates = candidate_rows(self, &m, opts.neighbours);
+        let mut found: Vec<Found> = Vec::new();
+        match opts.level {
+            Level::Chunk => {
+                let mut seen = HashSet::new();
+                for (i, j, s) in candidates {
+                    if s >= opts.threshold && seen.insert((i, j)) {
+                        let (a, b) = (m.docs[i as usize], m.docs[j as usize]);
+                        found.push(Found { a, b, score: s, rows: vec![(i, j, s)] });
+                    }
+                }
+            }
+            Level::Doc => {
+                let mut rows_of: HashMap<DocKey, Vec<u32>> = HashMap::new();
+                for (i, d) in m.docs.iter().enumerate() {
+                    rows_of.entry(*d).or_default().push(i as u32);
+                }
+                let pairs: HashSet<(DocKey, DocKey)> = candidates
+                    .iter()
+                    .map(|&(i, j, _)| {
+                        let (a, b) = (m.docs[i as usize], m.docs[j as usize]);
+                        (a.min(b), a.max(b))
+                    })
+                    .collect();
+                let pairs: Vec<(DocKey, DocKey)> = pairs.into_iter().collect();
+                found = pairs
+                    .par_iter()
+                    .filter_map(|&(a, b)| {
+                        let top = top_pairs(&m, &rows_of[&a], &rows_of[&b], opts.top_k);
+                        let score = top.iter().map(|t| t.2).sum::<f32>() / top.len().max(1) as f32;
+                        (score >= opts.threshold).then_some(Found { a, b, score, rows: top })
+                    })
+                    .collect();
+            }
+        }
+        self.clusters(&m, &found)
+    }
+
+    /// Groups scored pairs into clusters with document ids and chunk spans.
+    fn clusters(&self, m: &VectorMatrix, found: &[Found]) -> Result<Vec<DuplicateCluster>> {
+        let ids: Vec<ChunkId> = found
+            .iter()
+            .flat_map(|f| {
+                f.rows.iter().flat_map(|&(i, j, _)| [m.ids[i as usize], m.ids[j as usize]])
+            })
+            .collect();
+        let spans: HashMap<ChunkId, Span> =
+            self.store.chunks_by_id(&ids)?.into_iter().map(|c| (c.id, c.chunk.span)).collect();
+        let keys: Vec<DocKey> = {
+            let mut k: Vec<DocKey> = found.iter().flat_map(|f| [f.a, f.b]).collect();
+            k.sort_unstable();
+            k.dedup();
+            k
+        };
+        let names: HashMap<DocKey, String> =
+            keys.iter().copied().zip(self.store.doc_ids_by_key(&keys)?).collect();
+        let side = |row: u32| {
+            let id = m.ids[row as usize];
+            MatchedChunk { chunk_id: id, span: spans.get(&id).copied().unwrap_or(Span::new(0, 0)) }
+        };
+        let edges: Vec<(DocKey, DocKey)> = found.iter().map(|f| (f.a, f.b)).collect();
+        let mut out: Vec<DuplicateCluster> = components(&edges)
+            .into_iter()
+            .map(|members| {
+                let set: HashSet<DocKey> = members.iter().copied().collect();
+                let mut pairs: Vec<DuplicatePair> = found
+                    .iter()
+                    .filter(|f| set.contains(&f.a))
+                    .map(|f| DuplicatePair {
+                        a: names[&f.a].clone(),
+                        b: names[&f.b].clone(),
+                        score: f.score,
+                        matches: f
+                            .rows
+                            .iter()
+                            .map(|&(i, j, cosine)| ChunkMatch { a: side(i), b: side(j), cosine })
+                            .collect(),
+                    })
+                    .collect();
+                pairs.sort_by(|x, y| y.score.total_cmp(&x.score).then(x.a.cmp(&y.a)));
+                let mut documents: Vec<String> = members.iter().map(|k| names[k].clone()).collect();
+                documents.sort();
+                DuplicateCluster { documents, pairs }
+            })
+            .collect();
+        out.sort_by(|x, y| {
+            let best = |c: &DuplicateCluster| c.pairs.first().map_or(0.0, |p| p.score);
+            best(y).total_cmp(&best(x)).then(x.documents.cmp(&y.documents))
+        });
+        Ok(out)
+    }
+}
+
+/// The `k` most similar row pairs between two documents' rows, best first.
+fn top_pairs(m: &VectorMatrix, a: &[u32], b: &[u32], k: usize) -> Vec<RowPair> {
+    let block: Vec<f32> =
+        b.iter().flat_map(|&j| m.data[j as usize * m.dim..][..m.dim].iter().copied()).collect();
+    let mut all = Vec::with_capacity(a.len() * b.len());
+    let mut scores = Vec::with_capacity(b.len());
+    for &i in a {
+        scores.clear();
+        dot_rows(&block, m.dim, &m.data[i as usize * m.dim..][..m.dim], &mut scores);
+        all.extend(b.iter().zip(&scores).map(|(&j, &s)| (i, j, s)));
+    }
+    let order =
+        |x: &RowPair, y: &RowPair| y.2.total_cmp(&x.2).then(x.0.cmp(&y.0)).then(x.1.cmp(&y.1));
+    if all.len() > k {
+        all.select_nth_unstable_by(k - 1, order);
+        all.truncate(k);
+    }
+    all.sort_unstable_by(order);
+    all
+}
