@@ -16,6 +16,10 @@ use crate::{ANN_MIN_VECTORS, Engine, Error, Level, Result};
 /// Below this many vectors candidates come from an exact scan (building a graph costs more).
 const GRAPH_MIN_VECTORS: usize = 2_000;
 
+/// Chunks shorter than this many bytes ("R.", "Notes.") are no evidence of duplication and
+/// are left out.
+const MIN_CHUNK_BYTES: usize = 24;
+
 /// Beam width of the neighbour searches.
 const NEIGHBOUR_EF: usize = 64;
 
@@ -95,10 +99,11 @@ struct Found {
 fn candidate_rows<S: StoreRead>(
     engine: &Engine<S>,
     m: &VectorMatrix,
+    usable: &[bool],
     neighbours: usize,
 ) -> Vec<RowPair> {
     let graph = (m.len() >= GRAPH_MIN_VECTORS.min(ANN_MIN_VECTORS)).then(|| engine.graph(m));
-    let rows: Vec<usize> = (0..m.len()).collect();
+    let rows: Vec<usize> = (0..m.len()).filter(|&i| usable[i]).collect();
     rows.par_iter()
         .flat_map_iter(|&i| {
             let q = &m.data[i * m.dim..(i + 1) * m.dim];
@@ -168,7 +173,15 @@ impl<S: StoreRead> Engine<S> {
             return Err(Error::Invalid("top-k and neighbours must be at least 1".into()));
         }
         let m = self.matrix()?;
-        let candidates = candidate_rows(self, &m, opts.neighbours);
+        let long: HashSet<ChunkId> = self
+            .store
+            .chunks_by_id(&m.ids)?
+            .into_iter()
+            .filter(|c| c.chunk.span.len() >= MIN_CHUNK_BYTES)
+            .map(|c| c.id)
+            .collect();
+        let usable: Vec<bool> = m.ids.iter().map(|id| long.contains(id)).collect();
+        let candidates = candidate_rows(self, &m, &usable, opts.neighbours);
         let mut found: Vec<Found> = Vec::new();
         match opts.level {
             Level::Chunk => {
@@ -182,7 +195,7 @@ impl<S: StoreRead> Engine<S> {
             }
             Level::Doc => {
                 let mut rows_of: HashMap<DocKey, Vec<u32>> = HashMap::new();
-                for (i, d) in m.docs.iter().enumerate() {
+                for (i, d) in m.docs.iter().enumerate().filter(|(i, _)| usable[*i]) {
                     rows_of.entry(*d).or_default().push(i as u32);
                 }
                 let pairs: HashSet<(DocKey, DocKey)> = candidates
@@ -261,7 +274,9 @@ impl<S: StoreRead> Engine<S> {
     }
 }
 
-/// The `k` most similar row pairs between two documents' rows, best first.
+/// The `k` most similar row pairs between two documents' rows, best first, each row in at most
+/// one pair (greedy matching): a passage repeated in one document counts once, so a single
+/// shared sentence cannot fill all k slots.
 fn top_pairs(m: &VectorMatrix, a: &[u32], b: &[u32], k: usize) -> Vec<RowPair> {
     let block: Vec<f32> =
         b.iter().flat_map(|&j| m.data[j as usize * m.dim..][..m.dim].iter().copied()).collect();
@@ -272,12 +287,18 @@ fn top_pairs(m: &VectorMatrix, a: &[u32], b: &[u32], k: usize) -> Vec<RowPair> {
         dot_rows(&block, m.dim, &m.data[i as usize * m.dim..][..m.dim], &mut scores);
         all.extend(b.iter().zip(&scores).map(|(&j, &s)| (i, j, s)));
     }
-    let order =
-        |x: &RowPair, y: &RowPair| y.2.total_cmp(&x.2).then(x.0.cmp(&y.0)).then(x.1.cmp(&y.1));
-    if all.len() > k {
-        all.select_nth_unstable_by(k - 1, order);
-        all.truncate(k);
+    all.sort_unstable_by(|x, y| y.2.total_cmp(&x.2).then(x.0.cmp(&y.0)).then(x.1.cmp(&y.1)));
+    let (mut used_a, mut used_b) = (HashSet::new(), HashSet::new());
+    let mut top = Vec::with_capacity(k);
+    for p in all {
+        if top.len() == k {
+            break;
+        }
+        if !used_a.contains(&p.0) && !used_b.contains(&p.1) {
+            used_a.insert(p.0);
+            used_b.insert(p.1);
+            top.push(p);
+        }
     }
-    all.sort_unstable_by(order);
-    all
+    top
 }
