@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="${CKEEP_DATA:-../shared/data}"
-OUT=target/hnsw-bench
+OUT="$PWD/target/hnsw-bench"
 VENV=bench/.venv-ann
 mkdir -p "$OUT"
 if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import faiss" 2>/dev/null; then
