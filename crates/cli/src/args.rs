@@ -135,6 +135,9 @@ pub struct SimilarArgs {
     /// A and B are file paths.
     #[arg(long)]
     pub files: bool,
+    /// With --files: replace invalid UTF-8 with U+FFFD (with a warning) instead of refusing.
+    #[arg(long, requires = "files")]
+    pub lossy: bool,
     #[command(flatten)]
     pub scoring: PairScoring,
     /// Scores at or above this are duplicates.

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use ckeep_core::Document;
 use ckeep_embed::{CachedEmbedder, Embedder, EmbeddingCache, InputKind};
 use ckeep_engine::{Engine, Mode, SearchRequest, Strategy};
-use ckeep_index::{Fusion, dot_rows, simd};
+use ckeep_index::{Fusion, dot_all, simd};
 use ckeep_store::{SqliteStore, StoreRead};
 use ckeep_text::Loader;
 use ckeep_text::load::{Format, Source};
@@ -97,55 +97,49 @@ fn measure(queries: &[String], mut run: impl FnMut(&str)) -> (f64, f64, f64) {
     (percentile(&times, 0.5), percentile(&times, 0.99), times.len() as f64 / total.as_secs_f64())
 }
 
-/// Read bandwidth in GB/s: a lane-wise sum over a 1 GiB buffer, all cores, best of 5.
-fn memory_bandwidth() -> f64 {
-    let buffer: Vec<f32> = (0..(1usize << 28)).map(|i| (i % 7) as f32).collect();
-    let best = (0..5)
+/// The fastest of `runs` timed calls of `f`.
+fn best_of(runs: usize, mut f: impl FnMut()) -> Duration {
+    (0..runs)
         .map(|_| {
             let t = Instant::now();
-            let total: f32 = buffer
-                .par_chunks(1 << 16)
-                .map(|block| {
-                    simd(
-                        #[inline(always)]
-                        || {
-                            let mut lanes = [0f32; 32];
-                            for c in block.chunks_exact(32) {
-                                for i in 0..32 {
-                                    lanes[i] += c[i];
-                                }
-                            }
-                            lanes.iter().sum::<f32>()
-                        },
-                    )
-                })
-                .sum();
-            std::hint::black_box(total);
+            f();
             t.elapsed()
         })
         .min()
-        .unwrap();
+        .unwrap_or_default()
+}
+
+/// Read bandwidth in GB/s: a lane-wise sum over a 1 GiB buffer, all cores, best of 5.
+fn memory_bandwidth() -> f64 {
+    let buffer: Vec<f32> = (0..(1usize << 28)).map(|i| (i % 7) as f32).collect();
+    let best = best_of(5, || {
+        let total: f32 = buffer
+            .par_chunks(1 << 16)
+            .map(|block| {
+                simd(
+                    #[inline(always)]
+                    || {
+                        let mut lanes = [0f32; 32];
+                        for c in block.chunks_exact(32) {
+                            for i in 0..32 {
+                                lanes[i] += c[i];
+                            }
+                        }
+                        lanes.iter().sum::<f32>()
+                    },
+                )
+            })
+            .sum();
+        std::hint::black_box(total);
+    });
     (buffer.len() * 4) as f64 / best.as_secs_f64() / 1e9
 }
 
 /// The exact scan's kernel over the store's vectors in GB/s (all cores, best of 20).
 fn scan_bandwidth(data: &[f32], dim: usize, q: &[f32]) -> f64 {
-    let best = (0..20)
-        .map(|_| {
-            let t = Instant::now();
-            let scores: Vec<f32> = data
-                .par_chunks(4096 * dim)
-                .flat_map_iter(|block| {
-                    let mut out = Vec::with_capacity(4096);
-                    dot_rows(block, dim, q, &mut out);
-                    out
-                })
-                .collect();
-            std::hint::black_box(scores);
-            t.elapsed()
-        })
-        .min()
-        .unwrap();
+    let best = best_of(20, || {
+        std::hint::black_box(dot_all(data, dim, q));
+    });
     (data.len() * 4) as f64 / best.as_secs_f64() / 1e9
 }
 
@@ -212,8 +206,6 @@ fn main() {
     let q = m.data[..m.dim].to_vec();
     let scan = scan_bandwidth(&m.data, m.dim, &q);
     let memory = memory_bandwidth();
-    let copy = m.data.clone();
-    eprintln!("scan of a fresh copy: {:.1} GB/s", scan_bandwidth(&copy, m.dim, &q));
     println!();
     println!(
         "exact scan: {:.0} MB of vectors at {scan:.1} GB/s; memory read bandwidth {memory:.1} GB/s; ratio {:.2}",

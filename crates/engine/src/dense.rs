@@ -5,14 +5,11 @@ use std::sync::Arc;
 
 use ckeep_core::ChunkHit;
 use ckeep_embed::{Embedder, InputKind};
-use ckeep_index::{Hnsw, HnswParams, dot_rows};
+use ckeep_index::{Hnsw, HnswParams, dot_all};
 use ckeep_store::{Manifest, StoreRead, StoreWrite, VectorMatrix};
 use rayon::prelude::*;
 
 use crate::{Engine, Error, PLAIN_REPR, Result};
-
-/// Rows scored per parallel task.
-const ROWS_PER_TASK: usize = 4096;
 
 /// Collections with at least this many vectors are searched through the HNSW graph (unless the
 /// strategy says `exact`); below it an exact scan is fast enough and always right.
@@ -33,6 +30,11 @@ fn stamp(m: &VectorMatrix) -> [u8; 32] {
         h.update(&id.0.to_le_bytes());
     }
     *h.finalize().as_bytes()
+}
+
+/// Whether a stored graph blob (stamp, then graph) was built over vectors with this stamp.
+fn is_current(blob: &[u8], stamp: &[u8; 32]) -> bool {
+    blob.len() > 32 && blob[..32] == *stamp
 }
 
 /// Checks `embedder` against the model recorded in `manifest` (if any).
@@ -99,16 +101,7 @@ impl<S: StoreRead> Engine<S> {
                 })
                 .collect());
         }
-        let scores: Vec<f32> = m
-            .data
-            .par_chunks(ROWS_PER_TASK * m.dim)
-            .flat_map_iter(|block| {
-                let mut out = Vec::with_capacity(ROWS_PER_TASK);
-                dot_rows(block, m.dim, &q, &mut out);
-                out
-            })
-            .collect();
-        Ok(scores
+        Ok(dot_all(&m.data, m.dim, &q)
             .into_iter()
             .enumerate()
             .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
@@ -124,9 +117,7 @@ impl<S: StoreRead> Engine<S> {
         }
         let stamp = stamp(m);
         let stored = self.store.aux(ANN_BLOB).ok().flatten().and_then(|bytes| {
-            (bytes.len() > 32 && bytes[..32] == stamp)
-                .then(|| Hnsw::from_bytes(&bytes[32..]))
-                .flatten()
+            is_current(&bytes, &stamp).then(|| Hnsw::from_bytes(&bytes[32..])).flatten()
         });
         let g =
             Arc::new(stored.unwrap_or_else(|| Hnsw::build(&m.data, m.dim, HnswParams::default())));
@@ -162,7 +153,7 @@ impl<S: StoreWrite> Engine<S> {
             return Ok(false);
         }
         let stamp = stamp(&m);
-        if self.store.aux(ANN_BLOB)?.is_some_and(|b| b.len() > 32 && b[..32] == stamp) {
+        if self.store.aux(ANN_BLOB)?.is_some_and(|b| is_current(&b, &stamp)) {
             return Ok(false);
         }
         let graph = Hnsw::build(&m.data, m.dim, HnswParams::default());

@@ -69,6 +69,12 @@ impl Visited {
     fn new(n: usize) -> Self {
         Self { marks: vec![0; n], generation: 0 }
     }
+    /// Room for `n` nodes; new slots read as unvisited (generations start at 1).
+    fn grow(&mut self, n: usize) {
+        if self.marks.len() < n {
+            self.marks.resize(n, 0);
+        }
+    }
     fn clear(&mut self) {
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
@@ -327,8 +333,15 @@ impl Hnsw {
         for layer in (1..=self.max_level).rev() {
             at = rows.greedy(links, q, at, layer);
         }
-        let mut visited = Visited::new(self.links.len());
-        rows.search_layer(links, q, &[at], ef.max(k), 0, &mut visited)
+        // One mark array per thread, reused: a fresh one per query would zero n words each time.
+        thread_local! {
+            static VISITED: std::cell::RefCell<Visited> = std::cell::RefCell::new(Visited::new(0));
+        }
+        VISITED
+            .with_borrow_mut(|visited| {
+                visited.grow(self.links.len());
+                rows.search_layer(links, q, &[at], ef.max(k), 0, visited)
+            })
             .into_iter()
             .take(k)
             .map(|n| (n.1, 1.0 - n.0))

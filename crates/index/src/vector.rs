@@ -54,6 +54,22 @@ pub fn dot_rows(rows: &[f32], dim: usize, q: &[f32], out: &mut Vec<f32>) {
     );
 }
 
+/// Rows scored per parallel task of [`dot_all`].
+const ROWS_PER_TASK: usize = 4096;
+
+/// The dot product of `q` with every `dim`-long row of `rows`, in row order, scanned on all
+/// cores: the exact search's kernel.
+pub fn dot_all(rows: &[f32], dim: usize, q: &[f32]) -> Vec<f32> {
+    use rayon::prelude::*;
+    rows.par_chunks(ROWS_PER_TASK * dim.max(1))
+        .flat_map_iter(|block| {
+            let mut out = Vec::with_capacity(ROWS_PER_TASK);
+            dot_rows(block, dim, q, &mut out);
+            out
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,6 +82,15 @@ mod tests {
             let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
             assert!((dot(&a, &b) - plain).abs() < 1e-4, "length {len}");
         }
+    }
+
+    #[test]
+    fn the_parallel_scan_equals_the_sequential_one() {
+        let rows: Vec<f32> = (0..9000 * 4).map(|i| ((i * 37) % 101) as f32 / 101.0).collect();
+        let q = [0.5, -1.0, 0.25, 2.0];
+        let mut want = Vec::new();
+        dot_rows(&rows, 4, &q, &mut want);
+        assert_eq!(dot_all(&rows, 4, &q), want);
     }
 
     #[test]

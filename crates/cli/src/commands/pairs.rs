@@ -19,6 +19,7 @@ use crate::output::{Output, outln};
 const TEXTS_PER_BATCH: usize = 4096;
 
 /// Both methods' scores of a set of pairs.
+#[derive(Default)]
 struct Scored {
     labels: Vec<bool>,
     whole: Vec<f32>,
@@ -72,7 +73,7 @@ fn score(
     Ok(sets
         .iter()
         .map(|set| {
-            let mut s = Scored { labels: Vec::new(), whole: Vec::new(), chunk: Vec::new() };
+            let mut s = Scored::default();
             for p in *set {
                 let (Some(a), Some(b)) = (next.next(), next.next()) else { break };
                 let score = scorer.score(a, b);
@@ -137,7 +138,7 @@ pub fn run(args: &PairsArgs, no_cache: bool, out: &Output) -> anyhow::Result<Exi
     let started = Instant::now();
     let mut scored = score(&scorer, &[&report, &calibration], out)?;
     let seconds = started.elapsed().as_secs_f64();
-    let cal = scored.pop().unwrap_or(Scored { labels: vec![], whole: vec![], chunk: vec![] });
+    let cal = scored.pop().unwrap_or_default();
     let rep = scored.pop().context("scores")?;
     let thresholds: Vec<(&str, f64, f64)> =
         std::iter::once(("fixed", args.threshold, args.threshold))

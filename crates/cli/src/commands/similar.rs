@@ -14,19 +14,29 @@ pub fn scorer(scoring: &PairScoring, no_cache: bool) -> anyhow::Result<PairScore
     Ok(PairScorer::new(model, scoring.chunker.clone(), scoring.top_k)?)
 }
 
-fn read(path: &str) -> anyhow::Result<String> {
+/// A file's text under the loader's UTF-8 policy (BOM dropped, UTF-16 converted, binary and
+/// invalid UTF-8 refused unless `lossy`).
+fn read(path: &str, lossy: bool, out: &Output) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {path}"))?;
-    String::from_utf8(bytes).map_err(|e| {
-        anyhow::Error::new(crate::UsageError(format!(
-            "{path} is not UTF-8 (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )))
-    })
+    match ckeep_text::decode::decode(bytes, path, lossy) {
+        Ok(d) => {
+            if d.replaced > 0 {
+                out.warn(format!("{path}: {} invalid UTF-8 sequence(s) replaced", d.replaced));
+            }
+            Ok(d.text)
+        }
+        Err(ckeep_text::Error::InvalidUtf8 { offset, .. }) => {
+            Err(anyhow::Error::new(crate::UsageError(format!(
+                "{path} is not UTF-8 (invalid byte at offset {offset}; --lossy replaces bad bytes)"
+            ))))
+        }
+        Err(e) => Err(anyhow::Error::new(crate::UsageError(e.to_string()))),
+    }
 }
 
 pub fn run(args: &SimilarArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     let (a, b) = if args.files {
-        (read(&args.a)?, read(&args.b)?)
+        (read(&args.a, args.lossy, out)?, read(&args.b, args.lossy, out)?)
     } else {
         (args.a.clone(), args.b.clone())
     };

@@ -81,6 +81,12 @@ fn similar_refuses_bad_input() {
         fails(&store, &["similar", "--files", bad.to_str().unwrap(), good.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not UTF-8"), "{err}");
+    // --lossy compares the repaired text instead.
+    let repaired = json(
+        &store,
+        &["similar", "--files", "--lossy", bad.to_str().unwrap(), good.to_str().unwrap()],
+    );
+    assert!(repaired["chunk_pair"].as_f64().unwrap() > 0.0);
     let (code, _) = fails(&store, &["similar", "a", "b", "--chunker", "semantic"]);
     assert_ne!(code, 0);
     let (code, _) = fails(&store, &["similar", "a", "b", "--top-k", "0"]);
