@@ -182,6 +182,11 @@ impl Embedder for CachedEmbedder {
         self.inner.info()
     }
 
+    /// Not cached: token vectors are large and read once per document at ingest.
+    fn token_vectors(&self, text: &str, kind: crate::InputKind) -> Result<crate::TokenVectors> {
+        self.inner.token_vectors(text, kind)
+    }
+
     fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)> {
         let model = &self.inner.info().fingerprint;
         let hashes: Vec<[u8; 32]> =

@@ -16,6 +16,7 @@
 mod bert;
 mod cache;
 mod http;
+mod late;
 pub mod registry;
 mod sentence_transformer;
 mod static_model;
@@ -27,6 +28,7 @@ use serde::Serialize;
 
 pub use cache::{CacheStats, CachedEmbedder, EmbeddingCache};
 pub use http::HttpEmbedder;
+pub use late::TokenVectors;
 pub use sentence_transformer::{Pooling, SentenceTransformer};
 pub use static_model::StaticModel;
 
@@ -161,6 +163,19 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
         let owned: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
         let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
         self.embed_raw(&refs)
+    }
+
+    /// Contextual token vectors of a whole text (read in overlapping windows when it is longer
+    /// than the model's positions), for late chunking. Only transformer encoders have them.
+    fn token_vectors(&self, text: &str, kind: InputKind) -> Result<TokenVectors> {
+        let _ = (text, kind);
+        Err(Error::Unsupported {
+            path: self.info().name.clone(),
+            message: format!(
+                "late chunking needs token vectors from a transformer encoder; `{}` models have none",
+                self.info().architecture
+            ),
+        })
     }
 }
 

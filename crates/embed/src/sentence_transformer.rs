@@ -6,6 +6,7 @@ use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationParams};
 
 use crate::bert::{Bert, Config};
+use crate::late::{LateReader, TokenVectors};
 use crate::{EmbedStats, Embedder, Error, ModelInfo, Result, read_file, read_json};
 
 /// Tokens per forward pass. Sequences are packed without padding, so a batch is a token budget:
@@ -25,6 +26,10 @@ pub enum Pooling {
 pub struct SentenceTransformer {
     model: Bert,
     tokenizer: Tokenizer,
+    /// The same tokenizer without truncation, for reading whole documents in windows.
+    full_tokenizer: Tokenizer,
+    /// Positions the encoder has (its longest window).
+    positions: usize,
     pooling: Pooling,
     info: ModelInfo,
 }
@@ -92,6 +97,9 @@ impl SentenceTransformer {
         let Layout { pooling, normalize, max_seq_length, query_prefix, document_prefix } =
             Layout::read(dir, &config)?;
         let (mut tokenizer, tok_bytes) = crate::read_tokenizer(dir)?;
+        tokenizer.with_padding(None);
+        let mut full_tokenizer = tokenizer.clone();
+        full_tokenizer.with_truncation(None).map_err(|e| Error::Tokenizer(e.to_string()))?;
         // Override what tokenizer.json bakes in (all-MiniLM-L6-v2: truncation at 128 and fixed
         // padding): sentence-transformers truncates at max_seq_length, and packed batches need
         // no padding.
@@ -101,7 +109,6 @@ impl SentenceTransformer {
                 ..TruncationParams::default()
             }))
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
-        tokenizer.with_padding(None);
         let weights = dir.join("model.safetensors");
         // Read into memory rather than mmapped: the workspace forbids unsafe code.
         let bytes = read_file(&weights)?;
@@ -120,7 +127,8 @@ impl SentenceTransformer {
             document_prefix,
             source: dir.display().to_string(),
         };
-        Ok(Self { model, tokenizer, pooling, info })
+        let positions = config.max_position_embeddings;
+        Ok(Self { model, tokenizer, full_tokenizer, positions, pooling, info })
     }
 
     /// Vector dimension.
@@ -251,6 +259,16 @@ fn optional(dir: &Path, name: &str) -> Option<PathBuf> {
 impl Embedder for SentenceTransformer {
     fn info(&self) -> &ModelInfo {
         &self.info
+    }
+
+    fn token_vectors(&self, text: &str, kind: crate::InputKind) -> Result<TokenVectors> {
+        LateReader {
+            model: &self.model,
+            tokenizer: &self.full_tokenizer,
+            positions: self.positions,
+            dim: self.info.dim,
+        }
+        .read(self.info.prefix(kind), text)
     }
 
     fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)> {

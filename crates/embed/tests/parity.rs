@@ -131,3 +131,44 @@ fn missing_files_are_named() {
     assert!(err.contains("model.safetensors"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn token_vectors_are_the_encoders_and_windows_keep_context() {
+    let dir = models_dir().join("all-MiniLM-L6-v2");
+    let model = SentenceTransformer::load(&dir).expect("run `ckeep model pull all-MiniLM-L6-v2`");
+    let (texts, reference) = reference();
+    let want = expected(&reference, "all-MiniLM-L6-v2");
+    for (t, w) in texts.iter().zip(&want) {
+        let tv = model.token_vectors(t, InputKind::Document).unwrap();
+        assert_eq!(tv.windows, 1);
+        assert_eq!(tv.offsets.len() * tv.dim, tv.vectors.len());
+        // The pooled sentence vector also averages [CLS] and [SEP]; the content mean is close.
+        let mean = tv.mean_in(0, t.len()).unwrap();
+        assert!(tv.offsets.len() < 10 || cosine(&mean, w) > 0.95, "{t:?}: {}", cosine(&mean, w));
+        for &(s, e) in &tv.offsets {
+            assert!(s < e && e <= t.len() && t.is_char_boundary(s), "{t:?}: {s}..{e}");
+        }
+    }
+    // 1,200 one-token words read in windows of 510: the first tokens come from the first
+    // window up to where the second window (from token 255) holds them more centrally, i.e. token
+    // 382; that window is exactly the text of the first 510 words read alone.
+    let vocab = std::fs::read_to_string(dir.join("vocab.txt")).unwrap();
+    let words: Vec<&str> = vocab
+        .lines()
+        .skip(3000)
+        .filter(|w| w.chars().all(|c| c.is_ascii_lowercase()) && w.len() > 3)
+        .take(1200)
+        .collect();
+    let long = model.token_vectors(&words.join(" "), InputKind::Document).unwrap();
+    let head = model.token_vectors(&words[..510].join(" "), InputKind::Document).unwrap();
+    assert_eq!((long.offsets.len(), long.windows, head.windows), (1200, 4, 1));
+    let d = long.dim;
+    for t in [0, 100, 254, 381] {
+        assert_eq!(long.vectors[t * d..(t + 1) * d], head.vectors[t * d..(t + 1) * d], "token {t}");
+    }
+    // Token 400 sits more centrally in the second window: its vector is that window's.
+    assert!(long.vectors[400 * d..401 * d] != head.vectors[400 * d..401 * d]);
+    let static_model = StaticModel::load(&models_dir().join("potion-base-8M")).unwrap();
+    let err = static_model.token_vectors("text", InputKind::Document).unwrap_err().to_string();
+    assert!(err.contains("late chunking"), "{err}");
+}

@@ -13,11 +13,16 @@
 //! 7. the manifest round-trips;
 //! 8. span text is exact, also around multi-byte characters;
 //! 9. look-ups by chunk id and document key keep the order asked;
-//! 10. `check` passes on every store the other tests leave behind.
+//! 10. entries derived later (summaries, a representation, a lexical field) are added to, and
+//!     replace their kind in, the stored document only while it is unchanged, and what each
+//!     document still lacks is listed;
+//! 11. `check` passes on every store the other tests leave behind.
 
 use ckeep_core::{Chunk, ChunkId, Document, Span};
 
-use crate::{DocumentWrite, LexicalEntry, Manifest, StoreWrite, VectorEntry};
+use crate::{
+    DerivedWrite, DocumentWrite, Lacking, LexicalEntry, Manifest, StoreWrite, VectorEntry,
+};
 
 /// Expands to the contract suite for the store made by `$make`.
 #[macro_export]
@@ -25,7 +30,7 @@ macro_rules! store_contract_tests {
     ($make:expr) => {
         $crate::store_contract_tests!(@tests $make;
             roundtrip, replace, remove, postings_and_stats, invalid_write_is_atomic,
-            vectors_and_summaries, manifest, span_text, lookups_keep_order);
+            vectors_and_summaries, manifest, span_text, lookups_keep_order, derived_entries);
     };
     (@tests $make:expr; $($name:ident),*) => {$(
         #[test]
@@ -240,4 +245,60 @@ pub fn lookups_keep_order(store: &mut dyn StoreWrite) {
         store.chunks_by_id(&ids).unwrap().into_iter().map(|c| (c.id, c.doc_id)).collect();
     assert_eq!(got, [(b[2].id, "b".into()), (a[1].id, "a".into()), (b[0].id, "b".into())]);
     assert_eq!(store.doc_ids_by_key(&[b[0].doc, a[0].doc]).unwrap(), ["b", "a"]);
+}
+
+/// Property 10.
+pub fn derived_entries(store: &mut dyn StoreWrite) {
+    store.write_batch(vec![sample("a", "alpha beta gamma"), sample("b", "delta epsilon")]).unwrap();
+    let hash = |store: &dyn StoreWrite, id: &str| store.document(id).unwrap().unwrap().hash;
+    assert_eq!(store.documents_lacking(Lacking::Summary("lead:2")).unwrap(), ["a", "b"]);
+    assert_eq!(store.documents_lacking(Lacking::Vectors("late")).unwrap(), ["a", "b"]);
+    assert!(store.documents_lacking(Lacking::Field("plain")).unwrap().is_empty());
+    let entry = |field: &str, ordinal: u32, terms: &[&str]| LexicalEntry {
+        field: field.into(),
+        ordinal,
+        terms: terms.iter().map(|t| ((*t).to_string(), 1)).collect(),
+        len: terms.len() as u32,
+    };
+    let derived = DerivedWrite {
+        doc_id: "a".into(),
+        hash: hash(store, "a"),
+        summaries: vec![("lead:2".into(), "alpha beta".into())],
+        lexical: vec![entry("ctx", 1, &["title", "alpha"]), entry("ctx", 2, &["title", "gamma"])],
+        vectors: vec![VectorEntry { repr: "late".into(), ordinal: 1, vector: vec![1.0, 2.0] }],
+    };
+    let stale = DerivedWrite { doc_id: "b".into(), hash: "0".repeat(64), ..derived.clone() };
+    let gone = DerivedWrite { doc_id: "zz".into(), ..derived.clone() };
+    assert_eq!(store.write_derived(vec![derived.clone(), stale, gone]).unwrap(), 1);
+    assert_eq!(store.documents_lacking(Lacking::Summary("lead:2")).unwrap(), ["b"]);
+    assert_eq!(store.documents_lacking(Lacking::Vectors("late")).unwrap(), ["b"]);
+    assert_eq!(store.documents_lacking(Lacking::Field("ctx")).unwrap(), ["b"]);
+    let (stats, lists) = store.postings("ctx", &["title".into()]).unwrap();
+    assert_eq!((stats.chunks, stats.total_len, lists[0].len()), (2, 4, 2));
+    // Written again (a resumed run): replaced, not doubled; other kinds untouched.
+    let again = DerivedWrite {
+        summaries: vec![("lead:2".into(), "alpha".into())],
+        lexical: vec![entry("ctx", 1, &["title"])],
+        ..derived
+    };
+    assert_eq!(store.write_derived(vec![again]).unwrap(), 1);
+    let (stats, lists) = store.postings("ctx", &["title".into(), "gamma".into()]).unwrap();
+    assert_eq!((stats.chunks, stats.total_len), (1, 1));
+    assert!(lists[1].is_empty(), "the old entries of the field are gone");
+    assert_eq!(store.summaries("a").unwrap(), [("lead:2".to_string(), "alpha".to_string())]);
+    assert_eq!(store.vectors("late").unwrap().len(), 1);
+    assert_eq!(store.postings("plain", &[]).unwrap().0.chunks, 4, "plain field untouched");
+    // An entry for a chunk the document does not have fails and writes nothing.
+    let bad = DerivedWrite {
+        doc_id: "b".into(),
+        hash: hash(store, "b"),
+        vectors: vec![VectorEntry { repr: "late".into(), ordinal: 9, vector: vec![0.0] }],
+        ..DerivedWrite::default()
+    };
+    assert!(store.write_derived(vec![bad]).is_err());
+    assert_eq!(store.documents_lacking(Lacking::Vectors("late")).unwrap(), ["b"]);
+    // Removing a document removes its derived entries.
+    store.remove(&["a".into()]).unwrap();
+    assert_eq!(store.postings("ctx", &[]).unwrap().0.chunks, 0);
+    assert!(store.vectors("late").unwrap().is_empty());
 }

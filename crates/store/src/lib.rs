@@ -119,6 +119,9 @@ pub trait StoreRead {
     fn stats(&self) -> Result<StoreStats>;
     /// Verifies every invariant; the report lists what is wrong (empty when healthy).
     fn check(&self) -> Result<CheckReport>;
+    /// Ids of the documents (sorted) that have no vectors of a representation, no entries in a
+    /// lexical field, or no summary of a name: what a resumed derivation still has to do.
+    fn documents_lacking(&self, what: Lacking<'_>) -> Result<Vec<String>>;
     /// A named blob of derived data kept with the store (e.g. an HNSW graph), or `None`.
     fn aux(&self, name: &str) -> Result<Option<Vec<u8>>>;
 }
@@ -132,6 +135,9 @@ pub trait StoreWrite: StoreRead {
     fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()>;
     /// Adds documents, replacing any stored under the same id, in one transaction.
     fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()>;
+    /// Adds entries derived from stored documents, in one transaction; returns for how many
+    /// documents they were applied (documents removed or changed since are skipped).
+    fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize>;
     /// Removes documents and everything derived from them; returns how many existed.
     fn remove(&mut self, ids: &[String]) -> Result<usize>;
 }

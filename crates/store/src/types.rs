@@ -24,6 +24,9 @@ pub struct Manifest {
     pub analyzer: Option<String>,
     /// Representations held, by name.
     pub representations: Vec<String>,
+    /// Summarizers whose summaries every document gets, by spec.
+    #[serde(default)]
+    pub summarizers: Vec<String>,
     /// The `ckeep` version that created the store.
     pub created_by: String,
 }
@@ -102,6 +105,35 @@ impl DocumentWrite {
     pub fn new(document: Document, chunks: Vec<Chunk>) -> Self {
         Self { document, chunks, lexical: Vec::new(), vectors: Vec::new(), summaries: Vec::new() }
     }
+}
+
+/// Entries computed for a stored document after it was written (summaries, a new
+/// representation's vectors, a new lexical field), added in one transaction. Entries of the same
+/// summary names, representations and fields replace the document's old ones.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DerivedWrite {
+    /// The document's id.
+    pub doc_id: String,
+    /// The content hash the entries were computed from: if the stored document has changed
+    /// since, the write is skipped for it.
+    pub hash: ContentHashHex,
+    /// Summaries `(summarizer, text)`.
+    pub summaries: Vec<(String, String)>,
+    /// Lexical entries.
+    pub lexical: Vec<LexicalEntry>,
+    /// Vectors (document-level vectors, such as a summary's, belong to the first chunk).
+    pub vectors: Vec<VectorEntry>,
+}
+
+/// What a document can lack, for [`crate::StoreRead::documents_lacking`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lacking<'a> {
+    /// Any vector of this representation.
+    Vectors(&'a str),
+    /// Any entry of this lexical field.
+    Field(&'a str),
+    /// This summary.
+    Summary(&'a str),
 }
 
 /// A stored document with its key and hash.

@@ -11,8 +11,9 @@ use ckeep_core::{Chunk, ChunkId, DocKey, Document, LexicalStats, Posting, Span};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::{
-    CheckReport, DocumentWrite, Error, LexicalFieldStats, Manifest, RepresentationStats, Result,
-    SCHEMA_VERSION, StoreRead, StoreStats, StoreWrite, StoredChunk, StoredDocument, VectorMatrix,
+    CheckReport, DerivedWrite, DocumentWrite, Error, Lacking, LexicalEntry, LexicalFieldStats,
+    Manifest, RepresentationStats, Result, SCHEMA_VERSION, StoreRead, StoreStats, StoreWrite,
+    StoredChunk, StoredDocument, VectorEntry, VectorMatrix,
 };
 
 const DB_FILE: &str = "ckeep.sqlite";
@@ -136,9 +137,20 @@ fn doc_key(tx: &Connection, id: &str) -> Result<Option<DocKey>> {
 /// Deletes a document and everything derived from it. Postings are found through the forward
 /// entries, so no index on `postings(chunk)` is needed.
 fn delete_document(tx: &Transaction<'_>, key: DocKey) -> Result<()> {
+    delete_lexical(tx, key, None)?;
+    tx.execute("DELETE FROM vectors WHERE doc = ?1", [key.0])?;
+    tx.execute("DELETE FROM documents WHERE key = ?1", [key.0])?;
+    Ok(())
+}
+
+/// Deletes a document's lexical entries of one field (or all fields), keeping the field
+/// statistics right.
+fn delete_lexical(tx: &Transaction<'_>, key: DocKey, field: Option<&str>) -> Result<()> {
     let entries: Vec<(String, i64, i64, String)> = tx
-        .prepare_cached("SELECT field, chunk, len, terms FROM lex_docs WHERE doc = ?1")?
-        .query_map([key.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .prepare_cached(
+            "SELECT field, chunk, len, terms FROM lex_docs WHERE doc = ?1 AND (?2 IS NULL OR field = ?2)",
+        )?
+        .query_map(params![key.0, field], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
         .collect::<Result<_, _>>()?;
     {
         let mut del = tx
@@ -151,10 +163,60 @@ fn delete_document(tx: &Transaction<'_>, key: DocKey) -> Result<()> {
             stats.execute(params![field, len])?;
         }
     }
-    tx.execute("DELETE FROM lex_docs WHERE doc = ?1", [key.0])?;
-    tx.execute("DELETE FROM vectors WHERE doc = ?1", [key.0])?;
-    tx.execute("DELETE FROM documents WHERE key = ?1", [key.0])?;
+    tx.execute(
+        "DELETE FROM lex_docs WHERE doc = ?1 AND (?2 IS NULL OR field = ?2)",
+        params![key.0, field],
+    )?;
     Ok(())
+}
+
+/// Replaces a stored document's derived entries named in `write`; `false` if the document is
+/// gone or changed since the entries were computed.
+fn replace_derived<'w>(
+    tx: &Transaction<'_>,
+    write: &'w DerivedWrite,
+    postings: &mut Vec<PendingPosting<'w>>,
+) -> Result<bool> {
+    let Some((key, hash)) = tx
+        .query_row("SELECT key, hash FROM documents WHERE id = ?1", [&write.doc_id], |r| {
+            Ok((DocKey(r.get(0)?), r.get::<_, String>(1)?))
+        })
+        .optional()?
+    else {
+        return Ok(false);
+    };
+    if hash != write.hash {
+        return Ok(false);
+    }
+    let ids: Vec<i64> = tx
+        .prepare_cached("SELECT id FROM chunks WHERE doc = ?1 ORDER BY ordinal")?
+        .query_map([key.0], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let bad = |reason: String| Err(Error::InvalidWrite { doc: write.doc_id.clone(), reason });
+    let ordinals =
+        write.lexical.iter().map(|e| e.ordinal).chain(write.vectors.iter().map(|v| v.ordinal));
+    if let Some(o) = ordinals.into_iter().find(|&o| o as usize >= ids.len()) {
+        return bad(format!("entry for chunk {o}, but the document has {} chunks", ids.len()));
+    }
+    let mut fields: Vec<&str> = write.lexical.iter().map(|e| e.field.as_str()).collect();
+    fields.sort_unstable();
+    fields.dedup();
+    for f in fields {
+        delete_lexical(tx, key, Some(f))?;
+    }
+    let mut reprs: Vec<&str> = write.vectors.iter().map(|v| v.repr.as_str()).collect();
+    reprs.sort_unstable();
+    reprs.dedup();
+    for r in reprs {
+        tx.prepare_cached("DELETE FROM vectors WHERE doc = ?1 AND repr = ?2")?
+            .execute(params![key.0, r])?;
+    }
+    for (name, _) in &write.summaries {
+        tx.prepare_cached("DELETE FROM summaries WHERE doc = ?1 AND name = ?2")?
+            .execute(params![key.0, name])?;
+    }
+    insert_entries(tx, key.0, &ids, &write.lexical, &write.vectors, &write.summaries, postings)?;
+    Ok(true)
 }
 
 fn validate(write: &DocumentWrite) -> Result<()> {
@@ -239,6 +301,20 @@ fn insert_document<'w>(
             ids.push(tx.last_insert_rowid());
         }
     }
+    insert_entries(tx, key, &ids, &write.lexical, &write.vectors, &write.summaries, postings)
+}
+
+/// Inserts a document's lexical entries, vectors and summaries; `ids` are its chunks' ids by
+/// ordinal.
+fn insert_entries<'w>(
+    tx: &Transaction<'_>,
+    key: i64,
+    ids: &[i64],
+    lexical: &'w [LexicalEntry],
+    vectors: &[VectorEntry],
+    summaries: &[(String, String)],
+    postings: &mut Vec<PendingPosting<'w>>,
+) -> Result<()> {
     let mut fwd = tx.prepare_cached(
         "INSERT INTO lex_docs (field, chunk, doc, len, terms) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
@@ -247,7 +323,7 @@ fn insert_document<'w>(
          ON CONFLICT (field) DO UPDATE SET chunks = chunks + 1, total_len = total_len + ?2",
     )?;
     let mut terms = String::new();
-    for e in &write.lexical {
+    for e in lexical {
         let chunk = ids[e.ordinal as usize];
         terms.clear();
         for (term, tf) in &e.terms {
@@ -262,13 +338,13 @@ fn insert_document<'w>(
     }
     let mut vec =
         tx.prepare_cached("INSERT INTO vectors (repr, chunk, doc, vec) VALUES (?1, ?2, ?3, ?4)")?;
-    for v in &write.vectors {
+    for v in vectors {
         let bytes: Vec<u8> = v.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
         vec.execute(params![v.repr, ids[v.ordinal as usize], key, bytes])?;
     }
     let mut sum =
         tx.prepare_cached("INSERT INTO summaries (doc, name, text) VALUES (?1, ?2, ?3)")?;
-    for (name, text) in &write.summaries {
+    for (name, text) in summaries {
         sum.execute(params![key, name, text])?;
     }
     Ok(())
@@ -503,6 +579,26 @@ impl StoreRead for SqliteStore {
         check::run(&self.conn)
     }
 
+    fn documents_lacking(&self, what: Lacking<'_>) -> Result<Vec<String>> {
+        let sql = match what {
+            Lacking::Vectors(_) => {
+                "SELECT d.id FROM documents d WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.doc = d.key AND v.repr = ?1) ORDER BY d.id"
+            }
+            Lacking::Field(_) => {
+                "SELECT d.id FROM documents d WHERE NOT EXISTS (SELECT 1 FROM lex_docs l WHERE l.doc = d.key AND l.field = ?1) ORDER BY d.id"
+            }
+            Lacking::Summary(_) => {
+                "SELECT d.id FROM documents d WHERE NOT EXISTS (SELECT 1 FROM summaries s WHERE s.doc = d.key AND s.name = ?1) ORDER BY d.id"
+            }
+        };
+        let name = match what {
+            Lacking::Vectors(n) | Lacking::Field(n) | Lacking::Summary(n) => n,
+        };
+        let mut stmt = self.conn.prepare(sql)?;
+        let ids = stmt.query_map([name], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        Ok(ids)
+    }
+
     fn aux(&self, name: &str) -> Result<Option<Vec<u8>>> {
         let mut stmt = self.conn.prepare_cached("SELECT data FROM aux WHERE name = ?1")?;
         Ok(stmt.query_row([name], |r| r.get(0)).optional()?)
@@ -537,6 +633,26 @@ impl StoreWrite for SqliteStore {
         insert_postings(&tx, postings)?;
         tx.commit()?;
         Ok(())
+    }
+
+    fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize> {
+        if batch.iter().any(|w| {
+            w.lexical.iter().any(|e| e.terms.iter().any(|(t, _)| t.is_empty() || t.contains(' ')))
+        }) {
+            return Err(Error::InvalidWrite {
+                doc: String::new(),
+                reason: "lexical terms must be non-empty and contain no space".into(),
+            });
+        }
+        let tx = self.conn.transaction()?;
+        let mut postings = Vec::new();
+        let mut applied = 0;
+        for w in &batch {
+            applied += usize::from(replace_derived(&tx, w, &mut postings)?);
+        }
+        insert_postings(&tx, postings)?;
+        tx.commit()?;
+        Ok(applied)
     }
 
     fn remove(&mut self, ids: &[String]) -> Result<usize> {
