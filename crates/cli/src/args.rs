@@ -324,6 +324,10 @@ pub struct EvalRunArgs {
     /// Long-document layout: the queries file.
     #[arg(long, value_name = "FILE", requires = "docs")]
     pub queries: Option<PathBuf>,
+    /// Long-document layout: judge documents (`doc`), or the passage that answers the query
+    /// (`passage`: needs `pid` in queries and `paragraphs` in docs; use level=chunk).
+    #[arg(long, value_name = "LEVEL", default_value = "doc", value_parser = ["doc", "passage"])]
+    pub relevance: String,
     /// A strategy to compare (repeat the flag for several; the first is the baseline).
     #[arg(long = "strategy", value_name = "SPEC", required = true, value_parser = parse_strategy, long_help = strategy_help())]
     pub strategies: Vec<Strategy>,
@@ -348,9 +352,18 @@ pub struct EvalRunArgs {
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
-    /// Files or directories; `-` reads standard input as one plain-text document.
-    #[arg(required = true, value_name = "PATH")]
+    /// Files or directories; `-` reads standard input as one plain-text document. Without any,
+    /// `--repr`/`--summarizer` are built for the documents already stored.
+    #[arg(required_unless_present_any = ["repr", "summarizer"], value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Also build this representation for every document (repeatable); `plain` is always
+    /// built with a model. Kept by the store for documents added later.
+    #[arg(long, value_name = "REPR", value_parser = parse_repr, long_help = repr_help())]
+    pub repr: Vec<ckeep_engine::Representation>,
+    /// Summarize every document this way (repeatable), for the summary-based representations.
+    /// Summaries are stored and computed once; an interrupted run resumes.
+    #[arg(long, value_name = "SPEC", value_parser = parse_summarizer, long_help = summarizer_help())]
+    pub summarizer: Vec<ckeep_engine::Summarizer>,
     /// How to cut documents into chunks (default: the store's chunker, or markdown:256 for a
     /// new store). Sizes of markdown/hierarchy count words (no model tokenizer is configured).
     #[arg(long, value_name = "SPEC", value_parser = parse_chunker, long_help = chunker_help())]
@@ -368,6 +381,33 @@ pub struct AddArgs {
     /// in the store, which then only accepts the same model.
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
     pub model: Option<String>,
+}
+
+fn repr_help() -> String {
+    format!(
+        "Also build this representation for every document (repeatable); `plain` is always built with a model. Derived ones (summary-avg, window-avg) need only what they derive from.\n\n{}",
+        ckeep_engine::Representation::HELP
+    )
+}
+
+fn parse_repr(s: &str) -> Result<ckeep_engine::Representation, String> {
+    s.parse()
+}
+
+fn summarizer_help() -> String {
+    format!(
+        "Summarize every document this way (repeatable). Summaries are stored, embedded, computed once, and resumed after an interruption.\n\n{}",
+        ckeep_engine::Summarizer::HELP
+    )
+}
+
+/// Checks a `R+R…` list, kept as text (clap would read a `Vec` as repeated values).
+fn parse_repr_list(s: &str) -> Result<String, String> {
+    ckeep_engine::parse_representations(s).map(|_| s.to_string())
+}
+
+fn parse_summarizer(s: &str) -> Result<ckeep_engine::Summarizer, String> {
+    s.parse()
 }
 
 fn chunker_help() -> String {
@@ -406,6 +446,13 @@ pub struct SearchArgs {
     /// Exact dense scan even for collections searched through the HNSW graph (20,000+ vectors).
     #[arg(long)]
     pub exact: bool,
+    /// The representation searched (default plain); R+R… fuses document rankings (with
+    /// --level doc).
+    #[arg(long, value_name = "REPR", value_parser = parse_repr_list, long_help = repr_help())]
+    pub repr: Option<String>,
+    /// The summaries a summary-based representation uses (default: the store's only one).
+    #[arg(long, value_name = "SPEC", value_parser = parse_summarizer)]
+    pub summarizer: Option<ckeep_engine::Summarizer>,
     /// A whole strategy spec; the flags above override its parts.
     #[arg(long, value_name = "SPEC", value_parser = parse_strategy, long_help = strategy_help())]
     pub strategy: Option<Strategy>,

@@ -183,8 +183,12 @@ impl Embedder for CachedEmbedder {
     }
 
     /// Not cached: token vectors are large and read once per document at ingest.
-    fn token_vectors(&self, text: &str, kind: crate::InputKind) -> Result<crate::TokenVectors> {
-        self.inner.token_vectors(text, kind)
+    fn token_vectors(
+        &self,
+        texts: &[&str],
+        kind: crate::InputKind,
+    ) -> Result<Vec<crate::TokenVectors>> {
+        self.inner.token_vectors(texts, kind)
     }
 
     fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)> {

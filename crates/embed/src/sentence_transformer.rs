@@ -261,14 +261,14 @@ impl Embedder for SentenceTransformer {
         &self.info
     }
 
-    fn token_vectors(&self, text: &str, kind: crate::InputKind) -> Result<TokenVectors> {
+    fn token_vectors(&self, texts: &[&str], kind: crate::InputKind) -> Result<Vec<TokenVectors>> {
         LateReader {
             model: &self.model,
             tokenizer: &self.full_tokenizer,
             positions: self.positions,
             dim: self.info.dim,
         }
-        .read(self.info.prefix(kind), text)
+        .read(self.info.prefix(kind), texts)
     }
 
     fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)> {

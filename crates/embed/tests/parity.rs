@@ -138,8 +138,11 @@ fn token_vectors_are_the_encoders_and_windows_keep_context() {
     let model = SentenceTransformer::load(&dir).expect("run `ckeep model pull all-MiniLM-L6-v2`");
     let (texts, reference) = reference();
     let want = expected(&reference, "all-MiniLM-L6-v2");
-    for (t, w) in texts.iter().zip(&want) {
-        let tv = model.token_vectors(t, InputKind::Document).unwrap();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let together = model.token_vectors(&refs, InputKind::Document).unwrap();
+    for ((t, w), tv) in texts.iter().zip(&want).zip(together) {
+        let alone = model.token_vectors(&[t.as_str()], InputKind::Document).unwrap();
+        assert_eq!(alone[0], tv, "a text's token vectors do not depend on its batch");
         assert_eq!(tv.windows, 1);
         assert_eq!(tv.offsets.len() * tv.dim, tv.vectors.len());
         // The pooled sentence vector also averages [CLS] and [SEP]; the content mean is close.
@@ -159,8 +162,9 @@ fn token_vectors_are_the_encoders_and_windows_keep_context() {
         .filter(|w| w.chars().all(|c| c.is_ascii_lowercase()) && w.len() > 3)
         .take(1200)
         .collect();
-    let long = model.token_vectors(&words.join(" "), InputKind::Document).unwrap();
-    let head = model.token_vectors(&words[..510].join(" "), InputKind::Document).unwrap();
+    let (long, head) = (words.join(" "), words[..510].join(" "));
+    let mut read = model.token_vectors(&[&long, &head], InputKind::Document).unwrap();
+    let (head, long) = (read.pop().unwrap(), read.pop().unwrap());
     assert_eq!((long.offsets.len(), long.windows, head.windows), (1200, 4, 1));
     let d = long.dim;
     for t in [0, 100, 254, 381] {
@@ -169,6 +173,6 @@ fn token_vectors_are_the_encoders_and_windows_keep_context() {
     // Token 400 sits more centrally in the second window: its vector is that window's.
     assert!(long.vectors[400 * d..401 * d] != head.vectors[400 * d..401 * d]);
     let static_model = StaticModel::load(&models_dir().join("potion-base-8M")).unwrap();
-    let err = static_model.token_vectors("text", InputKind::Document).unwrap_err().to_string();
+    let err = static_model.token_vectors(&["text"], InputKind::Document).unwrap_err().to_string();
     assert!(err.contains("late chunking"), "{err}");
 }

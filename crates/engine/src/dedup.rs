@@ -11,7 +11,7 @@ use ckeep_store::{StoreRead, VectorMatrix};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::{ANN_MIN_VECTORS, Engine, Error, Level, Result};
+use crate::{ANN_MIN_VECTORS, Engine, Error, Level, PLAIN_REPR, Result};
 
 /// Below this many vectors candidates come from an exact scan (building a graph costs more).
 const GRAPH_MIN_VECTORS: usize = 2_000;
@@ -102,7 +102,8 @@ fn candidate_rows<S: StoreRead>(
     usable: &[bool],
     neighbours: usize,
 ) -> Vec<RowPair> {
-    let graph = (m.len() >= GRAPH_MIN_VECTORS.min(ANN_MIN_VECTORS)).then(|| engine.graph(m));
+    let graph =
+        (m.len() >= GRAPH_MIN_VECTORS.min(ANN_MIN_VECTORS)).then(|| engine.graph(PLAIN_REPR, m));
     let rows: Vec<usize> = (0..m.len()).filter(|&i| usable[i]).collect();
     rows.par_iter()
         .flat_map_iter(|&i| {
@@ -172,7 +173,7 @@ impl<S: StoreRead> Engine<S> {
         if opts.top_k == 0 || opts.neighbours == 0 {
             return Err(Error::Invalid("top-k and neighbours must be at least 1".into()));
         }
-        let m = self.matrix()?;
+        let m = self.matrix(&self.plain()?)?;
         let long: HashSet<ChunkId> = self
             .store
             .chunks_by_id(&m.ids)?

@@ -22,7 +22,7 @@ const BATCH_DOCS_EMBEDDING: usize = 128;
 const BATCH_BYTES: usize = 32 << 20;
 
 /// What an ingest did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct IngestReport {
     /// Documents offered.
     pub documents: u64,
@@ -42,8 +42,11 @@ pub struct IngestReport {
     pub cached_vectors: u64,
     /// Chunks longer than the model's input limit, embedded from their beginning only.
     pub truncated: u64,
-    /// Whether the HNSW graph was (re)built for a large collection.
+    /// Whether an HNSW graph was (re)built for a large collection.
     pub vector_index_built: bool,
+    /// Summaries and representations computed for documents that lacked them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub derived: Vec<crate::StageReport>,
 }
 
 /// An ingest in progress; call [`Ingest::finish`] to write the last batch.
@@ -152,6 +155,16 @@ impl<S: StoreWrite> Ingest<'_, S> {
         Ok(())
     }
 
+    /// Records representations and summarizers every document gets (see [`Engine::require`]);
+    /// they are computed by [`Ingest::finish`].
+    pub fn require(
+        &mut self,
+        reprs: &[crate::Representation],
+        summarizers: &[crate::Summarizer],
+    ) -> Result<()> {
+        self.engine.require(reprs, summarizers)
+    }
+
     /// What has been done so far (written batches and skipped documents).
     pub fn report(&self) -> &IngestReport {
         &self.report
@@ -234,10 +247,16 @@ impl<S: StoreWrite> Ingest<'_, S> {
         Ok(spans.iter().map(|s| vectors.by_ref().take(s.len()).collect()).collect())
     }
 
-    /// Writes what is pending, refreshes the vector index of a large collection, and returns
-    /// the report.
-    pub fn finish(mut self) -> Result<IngestReport> {
+    /// Writes what is pending, computes the summaries and representations the store keeps for
+    /// every document, refreshes the vector index of a large collection, and returns the report.
+    pub fn finish(self) -> Result<IngestReport> {
+        self.finish_with(&mut |_, _, _| {})
+    }
+
+    /// [`Ingest::finish`], reporting the derivation's progress (LLM summaries take minutes).
+    pub fn finish_with(mut self, progress: crate::DeriveProgress<'_>) -> Result<IngestReport> {
         self.flush()?;
+        self.report.derived = self.engine.derive(progress)?.stages;
         if self.engine.embedder.is_some() {
             self.report.vector_index_built = self.engine.refresh_vector_index()?;
         }

@@ -22,27 +22,35 @@
 
 mod dedup;
 mod dense;
+mod derive;
 mod expand;
 mod ingest;
+mod represent;
 mod search;
 mod similar;
 mod strategy;
+mod summarize;
 
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use ckeep_embed::Embedder;
 use ckeep_index::{Analyzer, Bm25};
 use ckeep_store::VectorMatrix;
 
+pub use ckeep_llm::default_cache_path as default_generation_cache;
 pub use dedup::{ChunkMatch, DedupOptions, DuplicateCluster, DuplicatePair, MatchedChunk};
 pub use dense::ANN_MIN_VECTORS;
+pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
+pub use represent::{ContextParts, Representation, parse_list as parse_representations};
 pub use search::{SearchRequest, SearchResponse, SearchResult};
 pub use similar::{
     ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,
 };
 pub use strategy::{Level, MAX_K, Mode, Strategy};
+pub use summarize::{LoadedSummarizer, Summarizer};
 
 /// The lexical field that holds chunks' own text.
 pub const PLAIN_FIELD: &str = "plain";
@@ -107,6 +115,9 @@ pub enum Error {
     /// Embedding failed (see the embedding error for whose fault).
     #[error(transparent)]
     Embed(#[from] ckeep_embed::Error),
+    /// A language model (summaries) failed (see its error for whose fault).
+    #[error(transparent)]
+    Llm(#[from] ckeep_llm::Error),
 }
 
 /// Engine results.
@@ -119,11 +130,13 @@ pub struct Engine<S> {
     analyzer: Analyzer,
     bm25: Bm25,
     embedder: Option<Arc<dyn Embedder>>,
-    /// The store's plain vectors, normalised, loaded on the first dense query; dropped whenever
-    /// the store may change.
-    dense: RwLock<Option<Arc<VectorMatrix>>>,
-    /// The HNSW graph over those vectors, for large collections.
-    ann: RwLock<Option<Arc<ckeep_index::Hnsw>>>,
+    /// Each representation's vectors, normalised, loaded (or derived) on its first dense query;
+    /// dropped whenever the store may change.
+    dense: RwLock<HashMap<String, Arc<VectorMatrix>>>,
+    /// The HNSW graphs over those vectors, for large collections.
+    ann: RwLock<HashMap<String, Arc<ckeep_index::Hnsw>>>,
+    /// Where language-model summaries are cached (`None`: not cached).
+    generation_cache: Option<std::path::PathBuf>,
 }
 
 impl<S> Engine<S> {
@@ -134,9 +147,18 @@ impl<S> Engine<S> {
             analyzer: Analyzer::default(),
             bm25: Bm25::default(),
             embedder: None,
-            dense: RwLock::new(None),
-            ann: RwLock::new(None),
+            dense: RwLock::new(HashMap::new()),
+            ann: RwLock::new(HashMap::new()),
+            generation_cache: None,
         }
+    }
+
+    /// The same engine with language-model summaries cached in `path` (see
+    /// [`ckeep_llm::default_cache_path`]), so re-indexing never summarises a document twice.
+    #[must_use]
+    pub fn with_generation_cache(mut self, path: std::path::PathBuf) -> Self {
+        self.generation_cache = Some(path);
+        self
     }
 
     /// The same engine with an embedding model (wrap it in a
@@ -171,7 +193,7 @@ impl<S> Engine<S> {
     }
 
     fn forget_vectors(&mut self) {
-        *self.dense.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
-        *self.ann.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        self.dense.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        self.ann.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
     }
 }

