@@ -35,7 +35,9 @@ $ck --quiet --store "$work/plain" stats --json > "$work/plain.stats.json"
 python3 - "$work" <<'PY'
 import json, sys
 w = sys.argv[1]
-load = lambda n: json.load(open(f"{w}/{n}"))
+def load(n):
+    j = json.load(open(f"{w}/{n}"))
+    return j["stats"] if n.endswith(".stats.json") else j
 plain, pstats = load("plain.json"), load("plain.stats.json")
 chunks = pstats["leaf_chunks"]
 def repr_bytes(stats, name):

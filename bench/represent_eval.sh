@@ -7,14 +7,21 @@
 #
 # LLM summaries (part `llm`) take about half a minute per article on 2 cores the first time;
 # they are cached (~/.cache/ckeep/generations.sqlite), so later runs reuse them.
-# Usage: bench/represent_eval.sh [paragraphs|sentences|passages|llm]...   (default: all four)
+# Usage: bench/represent_eval.sh [paragraphs|sentences|passages|llm]...   (default: all four;
+#        BENCH_QUERIES=N runs the first N questions only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="${CKEEP_DATA:-$(cd .. && pwd)/shared/data}/squad_dev"
 cargo build --release --quiet -p ckeep
+mkdir -p bench/results
 ck=target/release/ckeep
 $ck --quiet model pull all-MiniLM-L6-v2 qwen2.5-coder-0.5b-instruct
 LLM=llm:qwen2.5-coder-0.5b-instruct
+QUERIES="$DATA/longdoc-v1.1.queries.jsonl"
+if [ -n "${BENCH_QUERIES:-}" ]; then
+  head -n "$BENCH_QUERIES" "$QUERIES" > "bench/results/queries-$BENCH_QUERIES.jsonl"
+  QUERIES="bench/results/queries-$BENCH_QUERIES.jsonl"
+fi
 doc_strategies() { # chunker
   local c="chunker=$1,mode=dense,level=doc,agg=max"
   echo "$c" "$c,repr=summary-avg:0.25,summarizer=extractive:128" \
@@ -29,7 +36,7 @@ run() { # name, extra args, strategies…
   for s in "$@"; do args+=(--strategy "$s"); done
   mkdir -p "bench/results/represent-$name"
   # shellcheck disable=SC2086
-  $ck eval run --docs "$DATA/longdoc-v1.1.docs.jsonl" --queries "$DATA/longdoc-v1.1.queries.jsonl" \
+  $ck eval run --docs "$DATA/longdoc-v1.1.docs.jsonl" --queries "$QUERIES" \
     --model all-MiniLM-L6-v2 $extra --report "bench/results/represent-$name" "${args[@]}"
 }
 for what in "${@:-paragraphs sentences passages llm}"; do
