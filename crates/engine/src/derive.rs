@@ -91,6 +91,10 @@ impl<S: StoreWrite> Engine<S> {
             } else {
                 None
             };
+            if let (Representation::Late, Some(e)) = (r, &self.embedder) {
+                // Fail before the ingest, not after it, when the model has no token vectors.
+                e.token_vectors(&[""], InputKind::Document)?;
+            }
             let needs_model = !matches!(r, Representation::Contextual(_));
             if needs_model && self.embedder.is_none() {
                 return Err(Error::ModelRequired(format!(

@@ -283,3 +283,13 @@ fn a_failing_chat_server_is_named_and_nothing_is_half_written() {
         engine.store().documents_lacking(Lacking::Summary(&summarizer.to_string())).unwrap();
     assert_eq!(lacking, ["a"]);
 }
+
+#[test]
+fn late_chunking_is_refused_up_front_for_a_static_model() {
+    let potion = ckeep_embed::load("potion-base-8M").expect("ckeep model pull potion-base-8M");
+    let mut engine = Engine::new(SqliteStore::in_memory().unwrap()).with_embedder(potion);
+    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let err = ingest.require(&[Representation::Late], &[]).unwrap_err().to_string();
+    assert!(err.contains("late chunking") && err.contains("model2vec"), "{err}");
+    assert!(engine.store().manifest().unwrap().representations.iter().all(|r| r != "late"));
+}
