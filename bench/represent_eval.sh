@@ -7,7 +7,7 @@
 #
 # LLM summaries (part `llm`) take about half a minute per article on 2 cores the first time;
 # they are cached (~/.cache/ckeep/generations.sqlite), so later runs reuse them.
-# Usage: bench/represent_eval.sh [paragraphs|sentences|passages|llm]...   (default: all four;
+# Usage: bench/represent_eval.sh [paragraphs|sentences|passages|llm|all]...   (default: the first four;
 #        BENCH_QUERIES=N runs the first N questions only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,12 +50,18 @@ for what in "${@:-paragraphs sentences passages llm}"; do
         run passages "--relevance passage --metrics ndcg@1,ndcg@10,mrr,recall@100,contain@1,contain@5" \
           "$c" "$c,repr=summary-avg:0.25,summarizer=extractive:128" "$c,repr=summary-avg:0.5,summarizer=extractive:128" \
           "$c,repr=contextual:title,headings" "$c,repr=window-avg:1" "$c,repr=late" ;;
+      all)
+        # Paragraph chunks with every representation and all three summarizers in one table.
+        c="chunker=paragraphs,mode=dense,level=doc,agg=max"
+        # shellcheck disable=SC2046
+        run all "--metrics ndcg@1,ndcg@5,ndcg@10,mrr,map,recall@100" $(doc_strategies paragraphs) \
+          "$c,repr=summary,summarizer=$LLM" "$c,repr=summary-avg:0.25,summarizer=$LLM" ;;
       llm)
         c="chunker=paragraphs,mode=dense,level=doc,agg=max"
         run llm "--metrics ndcg@1,ndcg@5,ndcg@10,mrr,map,recall@100" "$c" \
           "$c,repr=summary,summarizer=$LLM" "$c,repr=summary-avg:0.25,summarizer=$LLM" \
           "$c,repr=summary-avg:0.5,summarizer=$LLM" "$c,repr=plain+summary,summarizer=$LLM" ;;
-      *) echo "unknown part $w (paragraphs, sentences, passages, llm)" >&2; exit 2 ;;
+      *) echo "unknown part $w (paragraphs, sentences, passages, llm, all)" >&2; exit 2 ;;
     esac
   done
 done

@@ -282,6 +282,19 @@ mod tests {
     }
 
     #[test]
+    fn field_summaries_come_from_the_metadata() {
+        let loaded = LoadedSummarizer::load(&"field:abstract".parse().unwrap(), None).unwrap();
+        let mut doc = Document::new("d", "T", "Body text.");
+        doc.metadata = serde_json::json!({"abstract": "  A short abstract. ", "n": 3});
+        assert_eq!(loaded.summarize(&doc, None).unwrap(), ("A short abstract.".to_string(), 0));
+        doc.metadata = serde_json::json!({"n": 3});
+        assert_eq!(loaded.summarize(&doc, None).unwrap().0, "", "no field: no summary");
+        let extractive = LoadedSummarizer::load(&Summarizer::Extractive(10), None).unwrap();
+        let e = extractive.summarize(&doc, None).unwrap_err().to_string();
+        assert!(e.contains("pass --model"), "{e}");
+    }
+
+    #[test]
     fn lead_keeps_the_text_as_written() {
         assert_eq!(lead("  One, two\nthree.  Four five", 3), "One, two\nthree.");
         assert_eq!(lead("short", 10), "short");
