@@ -194,8 +194,12 @@ fn main() {
     for (name, mode, exact) in modes {
         let strategy = Strategy { mode, exact, ..Strategy::default() };
         let search = |q: &str| {
-            let req =
-                SearchRequest { query: q.to_string(), strategy: strategy.clone(), explain: false };
+            let req = SearchRequest {
+                query: q.to_string(),
+                strategy: strategy.clone(),
+                explain: false,
+                filter: None,
+            };
             std::hint::black_box(engine.search(&req).unwrap());
         };
         search("warm up");

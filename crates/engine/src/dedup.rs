@@ -98,12 +98,13 @@ struct Found {
 /// Row pairs `(i, j)`, `i < j`, of different documents, each row with its nearest neighbours.
 fn candidate_rows<S: StoreRead>(
     engine: &Engine<S>,
-    m: &VectorMatrix,
+    (m, generation): (&VectorMatrix, u64),
     usable: &[bool],
     neighbours: usize,
 ) -> Vec<RowPair> {
-    let graph =
-        (m.len() >= GRAPH_MIN_VECTORS.min(ANN_MIN_VECTORS)).then(|| engine.graph(PLAIN_REPR, m));
+    let graph = (m.len() >= GRAPH_MIN_VECTORS.min(ANN_MIN_VECTORS))
+        .then(|| engine.graph(PLAIN_REPR, m, generation))
+        .flatten();
     let rows: Vec<usize> = (0..m.len()).filter(|&i| usable[i]).collect();
     rows.par_iter()
         .flat_map_iter(|&i| {
@@ -173,7 +174,7 @@ impl<S: StoreRead> Engine<S> {
         if opts.top_k == 0 || opts.neighbours == 0 {
             return Err(Error::Invalid("top-k and neighbours must be at least 1".into()));
         }
-        let m = self.matrix(&self.plain()?)?;
+        let (m, generation, _) = self.matrix(&self.plain()?)?;
         let long: HashSet<ChunkId> = self
             .store
             .chunks_by_id(&m.ids)?
@@ -182,7 +183,7 @@ impl<S: StoreRead> Engine<S> {
             .map(|c| c.id)
             .collect();
         let usable: Vec<bool> = m.ids.iter().map(|id| long.contains(id)).collect();
-        let candidates = candidate_rows(self, &m, &usable, opts.neighbours);
+        let candidates = candidate_rows(self, (&m, generation), &usable, opts.neighbours);
         let mut found: Vec<Found> = Vec::new();
         match opts.level {
             Level::Chunk => {

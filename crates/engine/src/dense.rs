@@ -3,14 +3,16 @@
 
 use std::sync::Arc;
 
-use ckeep_core::ChunkHit;
+use std::collections::HashSet;
+
+use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_embed::{Embedder, InputKind};
-use ckeep_index::{Hnsw, HnswParams, dot_all};
+use ckeep_index::{Hnsw, HnswParams, dot_all, top_k};
 use ckeep_store::{Manifest, StoreRead, StoreWrite, VectorMatrix};
 use rayon::prelude::*;
 
 use crate::represent::{Representation, Resolved, Source};
-use crate::{Engine, Error, PLAIN_REPR, Result};
+use crate::{Engine, Error, LoadedMatrix, PLAIN_REPR, Result, Snapshot};
 
 /// Collections with at least this many vectors are searched through the HNSW graph (unless the
 /// strategy says `exact`); below it an exact scan is fast enough and always right.
@@ -80,15 +82,16 @@ impl<S: StoreRead> Engine<S> {
 
     /// Chunks scored by cosine similarity to the query vector `q` under a representation: every
     /// chunk (exact scan), or, for large collections unless `exact`, the best `candidates` found
-    /// through the HNSW graph.
+    /// through the HNSW graph; only chunks of `allowed` documents when given.
     pub(crate) fn dense_hits(
         &self,
         q: &[f32],
         repr: &Resolved,
         candidates: usize,
         exact: bool,
+        allowed: Option<&HashSet<DocKey>>,
     ) -> Result<Vec<ChunkHit>> {
-        let m = self.matrix(repr)?;
+        let (m, generation, stale) = self.matrix(repr)?;
         if m.is_empty() {
             return Ok(Vec::new());
         }
@@ -99,9 +102,11 @@ impl<S: StoreRead> Engine<S> {
                 q.len()
             )));
         }
-        if !exact && m.len() >= ANN_MIN_VECTORS {
-            let graph = self.graph(&repr.key, &m);
-            return Ok(graph
+        let graph = (!exact && m.len() >= ANN_MIN_VECTORS)
+            .then(|| self.graph(&repr.key, &m, generation))
+            .flatten();
+        let hits: Vec<ChunkHit> = if let Some(graph) = graph {
+            graph
                 .search(&m.data, q, candidates, ANN_EF.max(candidates))
                 .into_iter()
                 .map(|(row, score)| ChunkHit {
@@ -109,32 +114,50 @@ impl<S: StoreRead> Engine<S> {
                     doc: m.docs[row as usize],
                     score,
                 })
-                .collect());
+                .collect()
+        } else {
+            dot_all(&m.data, m.dim, q)
+                .into_iter()
+                .enumerate()
+                .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
+                .collect()
+        };
+        let mut hits = hits;
+        if let Some(allowed) = allowed {
+            hits.retain(|h| allowed.contains(&h.doc));
         }
-        Ok(dot_all(&m.data, m.dim, q)
-            .into_iter()
-            .enumerate()
-            .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
-            .collect())
+        if stale { self.live_hits(hits, candidates) } else { Ok(hits) }
     }
 
-    /// The HNSW graph of `m` (the vectors of representation `key`): cached, else the persisted
-    /// one if its stamp matches, else built now (and persisted at the next ingest).
-    pub(crate) fn graph(&self, key: &str, m: &VectorMatrix) -> Arc<Hnsw> {
-        if let Some(g) = self.ann.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(key)
-        {
-            return Arc::clone(g);
+    /// The HNSW graph of `m` (the vectors of representation `key`, read at store generation
+    /// `generation`): cached, else the persisted one if its stamp matches, else built now (and
+    /// persisted at the next ingest) — or, with a background index, `None` until it is rebuilt.
+    pub(crate) fn graph(&self, key: &str, m: &VectorMatrix, generation: u64) -> Option<Arc<Hnsw>> {
+        let cached = || {
+            let caches = self.caches.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            caches.ann.get(key).filter(|(g, _)| *g == generation).map(|(_, graph)| graph.clone())
+        };
+        if let Some(g) = cached() {
+            return g;
+        }
+        let _loading = self.loading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(g) = cached() {
+            return g;
         }
         let stamp = stamp(m);
         let stored = self.store.aux(&ann_blob(key)).ok().flatten().and_then(|bytes| {
             is_current(&bytes, &stamp).then(|| Hnsw::from_bytes(&bytes[32..])).flatten()
         });
-        let g =
-            Arc::new(stored.unwrap_or_else(|| Hnsw::build(&m.data, m.dim, HnswParams::default())));
-        self.ann
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(key.to_string(), Arc::clone(&g));
+        let g = match stored {
+            Some(g) => Some(Arc::new(g)),
+            None if self.background_index => None,
+            None => Some(Arc::new(Hnsw::build(&m.data, m.dim, HnswParams::default()))),
+        };
+        let mut caches = self.caches.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let newer = caches.ann.get(key).is_some_and(|(g, _)| *g > generation);
+        if !newer {
+            caches.ann.insert(key.to_string(), (generation, g.clone()));
+        }
         g
     }
 
@@ -143,12 +166,33 @@ impl<S: StoreRead> Engine<S> {
         Representation::Plain.resolve(None, &self.store.manifest()?, true)
     }
 
-    /// A representation's vectors, L2-normalised, loaded (or derived) once.
-    pub(crate) fn matrix(&self, repr: &Resolved) -> Result<Arc<VectorMatrix>> {
-        if let Some(m) =
-            self.dense.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&repr.key)
-        {
-            return Ok(Arc::clone(m));
+    /// A representation's vectors, L2-normalised, loaded (or derived) once per store
+    /// generation — or, with a refresh interval, at most once per interval — with the
+    /// generation they were read at and whether that is not the store's now (then hits must be
+    /// checked against the store, see [`Engine::live_hits`]).
+    pub(crate) fn matrix(&self, repr: &Resolved) -> Result<(Arc<VectorMatrix>, u64, bool)> {
+        // The generation and the vectors from one snapshot.
+        let _snapshot = Snapshot::begin(&self.store)?;
+        let current = self.store.generation()?;
+        let cached = || {
+            let caches = self.caches.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            caches.dense.get(&repr.key).cloned()
+        };
+        // Reuse: current; or newer than this (old) snapshot; or within the refresh interval,
+        // or while another query reloads.
+        let reusable = |l: &LoadedMatrix, loading: bool| {
+            l.generation >= current
+                || self.refresh_interval.is_some_and(|i| loading || l.at.elapsed() < i)
+        };
+        if let Some(l) = cached() {
+            let loading = self.loading.try_lock().is_err();
+            if reusable(&l, loading) {
+                return Ok((l.matrix, l.generation, l.generation != current));
+            }
+        }
+        let _loading = self.loading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(l) = cached().filter(|l| l.generation >= current) {
+            return Ok((l.matrix, l.generation, l.generation != current));
         }
         let m = match &repr.source {
             Source::Stored(name) => self.store.vectors(name)?,
@@ -168,11 +212,62 @@ impl<S: StoreRead> Engine<S> {
             m.data.par_chunks_mut(m.dim).for_each(ckeep_embed::normalize);
         }
         let m = Arc::new(m);
-        self.dense
+        let loaded = LoadedMatrix {
+            matrix: Arc::clone(&m),
+            generation: current,
+            at: std::time::Instant::now(),
+        };
+        self.caches
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(repr.key.clone(), Arc::clone(&m));
-        Ok(m)
+            .dense
+            .insert(repr.key.clone(), loaded);
+        Ok((m, current, false))
+    }
+
+    /// Of hits from vectors read at another generation than the snapshot's, the best `keep`
+    /// whose chunks the snapshot still has (chunk ids are never reused, so a chunk that exists
+    /// is the one the vector was made from).
+    fn live_hits(&self, mut hits: Vec<ChunkHit>, keep: usize) -> Result<Vec<ChunkHit>> {
+        hits = top_k(hits, keep);
+        let ids: Vec<ChunkId> = hits.iter().map(|h| h.chunk).collect();
+        let live: HashSet<ChunkId> = self.store.live_chunks(&ids)?.into_iter().collect();
+        hits.retain(|h| live.contains(&h.chunk));
+        Ok(hits)
+    }
+}
+
+/// An HNSW graph built for the vectors of one representation, ready to persist.
+#[derive(Debug)]
+pub struct VectorIndexBuild {
+    name: String,
+    blob: Vec<u8>,
+}
+
+impl<S: StoreRead> Engine<S> {
+    /// Builds the HNSW graph of each stored chunk-level representation whose collection is large
+    /// enough and whose stored graph is missing or stale. Reads only, so a server builds while
+    /// its writer keeps ingesting; [`Engine::save_vector_index`] persists the result.
+    pub fn build_vector_index(&self) -> Result<Vec<VectorIndexBuild>> {
+        let manifest = self.store.manifest()?;
+        let mut builds = Vec::new();
+        for name in manifest.representations.iter().filter(|r| !r.starts_with("summary:")) {
+            let repr =
+                Resolved { key: name.clone(), source: Source::Stored(name.clone()), field: None };
+            let (m, _, _) = self.matrix(&repr)?;
+            if m.len() < ANN_MIN_VECTORS {
+                continue;
+            }
+            let stamp = stamp(&m);
+            if self.store.aux(&ann_blob(name))?.is_some_and(|b| is_current(&b, &stamp)) {
+                continue;
+            }
+            let graph = Hnsw::build(&m.data, m.dim, HnswParams::default());
+            let mut blob = stamp.to_vec();
+            blob.extend(graph.to_bytes());
+            builds.push(VectorIndexBuild { name: name.clone(), blob });
+        }
+        Ok(builds)
     }
 }
 
@@ -181,31 +276,19 @@ impl<S: StoreWrite> Engine<S> {
     /// collection is large enough and the stored graph is missing or stale; returns whether it
     /// built one. (Derived representations get theirs in memory on their first query.)
     pub fn refresh_vector_index(&mut self) -> Result<bool> {
-        self.forget_vectors();
-        let manifest = self.store.manifest()?;
-        let mut built = false;
-        for name in manifest.representations.iter().filter(|r| !r.starts_with("summary:")) {
-            let repr =
-                Resolved { key: name.clone(), source: Source::Stored(name.clone()), field: None };
-            let m = self.matrix(&repr)?;
-            if m.len() < ANN_MIN_VECTORS {
-                continue;
-            }
-            let stamp = stamp(&m);
-            let blob_name = ann_blob(name);
-            if self.store.aux(&blob_name)?.is_some_and(|b| is_current(&b, &stamp)) {
-                continue;
-            }
-            let graph = Hnsw::build(&m.data, m.dim, HnswParams::default());
-            let mut blob = stamp.to_vec();
-            blob.extend(graph.to_bytes());
-            self.store.set_aux(&blob_name, &blob)?;
-            self.ann
-                .get_mut()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(name.clone(), Arc::new(graph));
-            built = true;
-        }
+        let builds = self.build_vector_index()?;
+        let built = !builds.is_empty();
+        self.save_vector_index(builds)?;
         Ok(built)
+    }
+
+    /// Persists graphs from [`Engine::build_vector_index`]. Each carries the stamp of the
+    /// vectors it was built from: if they changed meanwhile, queries ignore it until the next
+    /// build.
+    pub fn save_vector_index(&mut self, builds: Vec<VectorIndexBuild>) -> Result<()> {
+        for b in builds {
+            self.store.set_aux(&ann_blob(&b.name), &b.blob)?;
+        }
+        Ok(())
     }
 }

@@ -179,7 +179,6 @@ impl<S: StoreWrite> Engine<S> {
             done.seconds = started.elapsed().as_secs_f64();
             report.stages.push(done);
         }
-        self.forget_vectors();
         Ok(report)
     }
 

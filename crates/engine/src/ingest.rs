@@ -115,7 +115,6 @@ impl<S: StoreWrite> Engine<S> {
             }
             self.store.set_manifest(&manifest)?;
         }
-        self.forget_vectors();
         Ok(Ingest {
             engine: self,
             chunker: chunker.clone(),
@@ -221,7 +220,6 @@ impl<S: StoreWrite> Ingest<'_, S> {
             report.bytes += w.document.text.len() as u64;
         }
         self.engine.store.write_batch(writes.into_iter().map(|(w, _)| w).collect())?;
-        self.engine.forget_vectors();
         self.report = report;
         Ok(())
     }
@@ -257,7 +255,7 @@ impl<S: StoreWrite> Ingest<'_, S> {
     pub fn finish_with(mut self, progress: crate::DeriveProgress<'_>) -> Result<IngestReport> {
         self.flush()?;
         self.report.derived = self.engine.derive(progress)?.stages;
-        if self.engine.embedder.is_some() {
+        if self.engine.embedder.is_some() && !self.engine.background_index {
             self.report.vector_index_built = self.engine.refresh_vector_index()?;
         }
         Ok(self.report)

@@ -32,20 +32,21 @@ mod strategy;
 mod summarize;
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use ckeep_embed::Embedder;
 use ckeep_index::{Analyzer, Bm25};
 use ckeep_store::VectorMatrix;
 
 pub use ckeep_llm::default_cache_path as default_generation_cache;
+pub use ckeep_store::MetadataFilter;
 pub use dedup::{ChunkMatch, DedupOptions, DuplicateCluster, DuplicatePair, MatchedChunk};
-pub use dense::ANN_MIN_VECTORS;
+pub use dense::{ANN_MIN_VECTORS, VectorIndexBuild};
 pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
 pub use represent::{ContextParts, Representation, parse_list as parse_representations};
-pub use search::{SearchRequest, SearchResponse, SearchResult};
+pub use search::{MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult};
 pub use similar::{
     ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,
 };
@@ -130,13 +131,57 @@ pub struct Engine<S> {
     analyzer: Analyzer,
     bm25: Bm25,
     embedder: Option<Arc<dyn Embedder>>,
-    /// Each representation's vectors, normalised, loaded (or derived) on its first dense query;
-    /// dropped whenever the store may change.
-    dense: RwLock<HashMap<String, Arc<VectorMatrix>>>,
-    /// The HNSW graphs over those vectors, for large collections.
-    ann: RwLock<HashMap<String, Arc<ckeep_index::Hnsw>>>,
+    /// Vectors and graphs loaded from the store, shared with [`Engine::reader`]s.
+    caches: Arc<RwLock<Caches>>,
+    /// Held while loading into `caches`, so concurrent queries after a write load once.
+    loading: Arc<Mutex<()>>,
+    /// Whether the HNSW graph is kept current by the caller (a server's background task)
+    /// rather than built at ingest or on a query that finds it stale.
+    background_index: bool,
+    /// With `Some`, loaded vectors older than the store are reused for up to this long (their
+    /// hits checked against the store) instead of reloaded after every write.
+    refresh_interval: Option<std::time::Duration>,
     /// Where language-model summaries are cached (`None`: not cached).
     generation_cache: Option<std::path::PathBuf>,
+}
+
+/// A read snapshot of the store for the length of one search (or one load of vectors): a writer
+/// committing meanwhile cannot make the chunks scored and the texts returned disagree. Inside
+/// another snapshot it does nothing.
+pub(crate) struct Snapshot<'a, S: ckeep_store::StoreRead>(&'a S, bool);
+
+impl<'a, S: ckeep_store::StoreRead> Snapshot<'a, S> {
+    pub(crate) fn begin(store: &'a S) -> Result<Self> {
+        Ok(Self(store, store.begin_read()?))
+    }
+}
+
+impl<S: ckeep_store::StoreRead> Drop for Snapshot<'_, S> {
+    fn drop(&mut self) {
+        if self.1 {
+            // A read-only transaction: ending it cannot lose anything.
+            let _ = self.0.end_read();
+        }
+    }
+}
+
+/// Vectors and graphs loaded from the store, each with the store generation it was read at.
+#[derive(Debug, Default)]
+struct Caches {
+    /// Each representation's vectors, normalised, loaded (or derived) on its first dense query.
+    dense: HashMap<String, LoadedMatrix>,
+    /// The HNSW graph over those vectors (by the generation of the vectors), for large
+    /// collections; `None` when the stored one is stale and the engine waits for the background
+    /// index.
+    ann: HashMap<String, (u64, Option<Arc<ckeep_index::Hnsw>>)>,
+}
+
+/// One representation's vectors as of a store generation.
+#[derive(Debug, Clone)]
+struct LoadedMatrix {
+    matrix: Arc<VectorMatrix>,
+    generation: u64,
+    at: std::time::Instant,
 }
 
 impl<S> Engine<S> {
@@ -147,10 +192,49 @@ impl<S> Engine<S> {
             analyzer: Analyzer::default(),
             bm25: Bm25::default(),
             embedder: None,
-            dense: RwLock::new(HashMap::new()),
-            ann: RwLock::new(HashMap::new()),
+            caches: Arc::default(),
+            loading: Arc::default(),
+            background_index: false,
+            refresh_interval: None,
             generation_cache: None,
         }
+    }
+
+    /// Another engine over `store` (another connection to the same data) that shares this
+    /// one's model, settings and loaded vectors: a pool of readers beside one writer holds
+    /// each representation's vectors once.
+    pub fn reader<T>(&self, store: T) -> Engine<T> {
+        Engine {
+            store,
+            analyzer: Analyzer::default(),
+            bm25: self.bm25,
+            embedder: self.embedder.clone(),
+            caches: Arc::clone(&self.caches),
+            loading: Arc::clone(&self.loading),
+            background_index: self.background_index,
+            refresh_interval: self.refresh_interval,
+            generation_cache: self.generation_cache.clone(),
+        }
+    }
+
+    /// The same engine with near-real-time dense search: after writes, vectors are reloaded
+    /// at most once per `interval`, and meanwhile the loaded ones are searched and their hits
+    /// checked against the store (chunks removed since are dropped; chunks added since are
+    /// found by BM25 at once and by dense search after the reload). For servers under a steady
+    /// stream of writes, where reloading every vector after each write would stall queries.
+    #[must_use]
+    pub fn with_refresh_interval(mut self, interval: std::time::Duration) -> Self {
+        self.refresh_interval = Some(interval);
+        self
+    }
+
+    /// The same engine with the HNSW graph left to the caller's
+    /// [`Engine::refresh_vector_index`]: ingests do not rebuild it, and a query that finds it
+    /// stale scans exactly instead of building it. For servers that ingest while they answer.
+    #[must_use]
+    pub fn with_background_index(mut self) -> Self {
+        self.background_index = true;
+        self
     }
 
     /// The same engine with language-model summaries cached in `path` (see
@@ -186,14 +270,8 @@ impl<S> Engine<S> {
         &self.store
     }
 
-    /// The store, for writing directly.
+    /// The store, for writing directly (loaded vectors follow its writes by their generation).
     pub fn store_mut(&mut self) -> &mut S {
-        self.forget_vectors();
         &mut self.store
-    }
-
-    fn forget_vectors(&mut self) {
-        self.dense.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
-        self.ann.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
     }
 }

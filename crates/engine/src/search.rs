@@ -2,7 +2,8 @@
 //! from the store → explain.
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey, Span};
-use std::collections::HashMap;
+use ckeep_store::MetadataFilter;
+use std::collections::{HashMap, HashSet};
 
 use ckeep_index::{DocHit, FusedParts, TermExplanation, top_k};
 use ckeep_store::StoreRead;
@@ -10,7 +11,7 @@ use serde::Serialize;
 
 use crate::expand::Context;
 use crate::represent::Resolved;
-use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Strategy};
+use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Snapshot, Strategy};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 16 * 1024;
@@ -45,12 +46,15 @@ pub struct SearchRequest {
     pub strategy: Strategy,
     /// Whether to include score explanations.
     pub explain: bool,
+    /// Only documents whose metadata passes (dense search then scans exactly, so a filter that
+    /// keeps few documents still finds their best chunks).
+    pub filter: Option<MetadataFilter>,
 }
 
 impl SearchRequest {
     /// A request with the default strategy.
     pub fn new(query: impl Into<String>) -> Self {
-        Self { query: query.into(), strategy: Strategy::default(), explain: false }
+        Self { query: query.into(), strategy: Strategy::default(), explain: false, filter: None }
     }
 }
 
@@ -163,8 +167,8 @@ struct Scored {
 }
 
 impl<S: StoreRead> Engine<S> {
-    /// Runs a search.
-    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
+    /// The request's strategy, validated, after the checks every query passes.
+    fn checked_strategy(&self, req: &SearchRequest) -> Result<Strategy> {
         let strategy = req.strategy.clone().validate()?;
         if req.query.trim().is_empty() {
             return Err(Error::Invalid("the query is empty".into()));
@@ -181,7 +185,18 @@ impl<S: StoreRead> Engine<S> {
                 return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
             }
         }
+        Ok(strategy)
+    }
+
+    /// Runs a search.
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
+        let strategy = self.checked_strategy(req)?;
+        let _snapshot = Snapshot::begin(&self.store)?;
         let manifest = self.store.manifest()?;
+        let allowed: Option<HashSet<DocKey>> = match &req.filter {
+            Some(f) => Some(self.store.doc_keys_where(f)?.into_iter().collect()),
+            None => None,
+        };
         let summarizer = strategy.summarizer.as_ref().map(ToString::to_string);
         let reprs = strategy
             .repr
@@ -190,7 +205,8 @@ impl<S: StoreRead> Engine<S> {
             .collect::<Result<Vec<_>>>()?;
         let q =
             if strategy.mode.needs_model() { Some(self.query_vector(&req.query)?) } else { None };
-        let mut scored = self.score(&req.query, q.as_deref(), &strategy, &reprs[0])?;
+        let allowed = allowed.as_ref();
+        let mut scored = self.score(&req.query, q.as_deref(), &strategy, &reprs[0], allowed)?;
         // The hits are ranked once; explanations need only the other parts of `scored`.
         let hits = std::mem::take(&mut scored.hits);
         let groups: Vec<DocHit> = match strategy.level {
@@ -205,7 +221,7 @@ impl<S: StoreRead> Engine<S> {
                 let depth = candidates(&strategy);
                 let mut lists = vec![strategy.agg.rank(top_k(hits, depth), depth)];
                 for repr in &reprs[1..] {
-                    let hits = self.score(&req.query, q.as_deref(), &strategy, repr)?.hits;
+                    let hits = self.score(&req.query, q.as_deref(), &strategy, repr, allowed)?.hits;
                     lists.push(strategy.agg.rank(top_k(hits, depth), depth));
                 }
                 fuse_documents(lists, strategy.k)
@@ -269,17 +285,19 @@ impl<S: StoreRead> Engine<S> {
     }
 
     /// Scores chunks under one representation as the strategy's mode says; `q` is the query's
-    /// vector when the mode needs one.
+    /// vector when the mode needs one; `allowed` keeps only those documents' chunks.
     fn score(
         &self,
         query: &str,
         q: Option<&[f32]>,
         strategy: &Strategy,
         repr: &Resolved,
+        allowed: Option<&HashSet<DocKey>>,
     ) -> Result<Scored> {
         let candidates = candidates(strategy);
+        let exact = strategy.exact || allowed.is_some();
         if strategy.mode == Mode::Dense {
-            let hits = self.dense_hits(q.unwrap_or_default(), repr, candidates, strategy.exact)?;
+            let hits = self.dense_hits(q.unwrap_or_default(), repr, candidates, exact, allowed)?;
             return Ok(Scored { hits, dense_only: true, ..Scored::default() });
         }
         let (terms, _) = self.analyzer.term_counts(query);
@@ -287,10 +305,13 @@ impl<S: StoreRead> Engine<S> {
         let field = repr.field.as_deref().unwrap_or(PLAIN_FIELD);
         let (stats, postings) = self.store.postings(field, &names)?;
         let mut hits = self.bm25.score(&terms, &postings, stats);
+        if let Some(allowed) = allowed {
+            hits.retain(|h| allowed.contains(&h.doc));
+        }
         let mut fused = None;
         if let Mode::Hybrid(fusion) = strategy.mode {
             let dense_hits =
-                self.dense_hits(q.unwrap_or_default(), repr, candidates, strategy.exact)?;
+                self.dense_hits(q.unwrap_or_default(), repr, candidates, exact, allowed)?;
             let (f, parts) = fusion.fuse(hits, dense_hits, candidates);
             hits = f;
             fused = Some(parts);

@@ -125,6 +125,45 @@ impl PairScorer {
             .collect())
     }
 
+    /// The JSON report of `a` and `b` (as `ckeep similar --json` and the server print it):
+    /// both scores, the verdicts at `threshold`, and with `explain` the matching chunk pairs
+    /// with spans and text.
+    pub fn report(
+        &self,
+        a: &str,
+        b: &str,
+        threshold: f64,
+        explain: bool,
+    ) -> Result<serde_json::Value> {
+        let embedded = self.embed(&[a, b])?;
+        let (ea, eb) = (&embedded[0], &embedded[1]);
+        let score = self.score(ea, eb);
+        let top: Vec<serde_json::Value> = score
+            .top
+            .iter()
+            .map(|p| {
+                let (sa, sb) = (ea.spans[p.a], eb.spans[p.b]);
+                serde_json::json!({
+                    "cosine": p.cosine,
+                    "a": {"chunk": p.a, "span": sa, "text": sa.slice(a)},
+                    "b": {"chunk": p.b, "span": sb, "text": sb.slice(b)},
+                })
+            })
+            .collect();
+        Ok(serde_json::json!({
+            "chunk_pair": score.chunk_pair,
+            "whole": score.whole,
+            "threshold": threshold,
+            "duplicate": f64::from(score.chunk_pair) >= threshold,
+            "whole_duplicate": f64::from(score.whole) >= threshold,
+            "model": self.embedder.info().name,
+            "chunker": self.chunker.to_string(),
+            "top_k": self.top_k,
+            "chunks": [ea.spans.len(), eb.spans.len()],
+            "top": if explain { serde_json::Value::from(top) } else { serde_json::Value::Null },
+        }))
+    }
+
     /// Scores a pair of embedded texts.
     pub fn score(&self, a: &EmbeddedText, b: &EmbeddedText) -> PairScore {
         let dim = a.whole.len();

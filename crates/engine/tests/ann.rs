@@ -46,7 +46,7 @@ fn hnsw_finds_what_exact_search_finds() {
     assert!(report.vector_index_built, "a large collection gets a graph at ingest");
     let search = |engine: &Engine<SqliteStore>, q: &str, exact: bool| -> Vec<i64> {
         let strategy = Strategy { mode: Mode::Dense, k: 10, exact, ..Strategy::default() };
-        let req = SearchRequest { query: q.to_string(), strategy, explain: false };
+        let req = SearchRequest { query: q.to_string(), strategy, explain: false, filter: None };
         engine.search(&req).unwrap().results.iter().map(|r| r.chunks[0].chunk_id.0).collect()
     };
     let mut found = 0;
@@ -59,8 +59,35 @@ fn hnsw_finds_what_exact_search_finds() {
     eprintln!("HNSW recall@10 against exact search: {recall:.4} over {} queries", queries.len());
     assert!(recall >= 0.95, "recall@10 = {recall}");
     // A reopened store uses the persisted graph; the same queries give the same results.
-    let reopened = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(model);
+    let reopened =
+        Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(Arc::clone(&model));
     for q in queries.iter().take(20) {
         assert_eq!(search(&reopened, q, false), search(&engine, q, false));
     }
+
+    // A server's engines: the writer leaves the graph to a background build. After a write
+    // the stored graph is stale, and queries scan exactly (the new document is found) until
+    // the graph is rebuilt and saved; then they use it again.
+    let mut writer = Engine::new(SqliteStore::open(dir.path()).unwrap())
+        .with_embedder(Arc::clone(&model))
+        .with_background_index();
+    let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
+    let probe = "Quokkas are small wallabies that smile for photographs on Rottnest Island.";
+    let mut ingest = writer.ingest(&"sentences".parse().unwrap()).unwrap();
+    ingest.add(Document::new("quokka", "Quokka", probe)).unwrap();
+    let report = ingest.finish().unwrap();
+    assert!(!report.vector_index_built, "the writer leaves the graph to the background");
+    let top = |engine: &Engine<SqliteStore>| -> String {
+        let strategy = Strategy { mode: Mode::Dense, k: 1, ..Strategy::default() };
+        let req = SearchRequest { query: probe.into(), strategy, explain: false, filter: None };
+        engine.search(&req).unwrap().results[0].doc_id.clone()
+    };
+    assert_eq!(top(&reader), "quokka", "stale graph: an exact scan finds the new document");
+    let q = &queries[0];
+    assert_eq!(search(&reader, q, false), search(&reader, q, true), "exact until rebuilt");
+    let builds = reader.build_vector_index().unwrap();
+    assert_eq!(builds.len(), 1, "the plain graph is stale");
+    writer.save_vector_index(builds).unwrap();
+    assert!(reader.build_vector_index().unwrap().is_empty(), "and current once saved");
+    assert_eq!(top(&reader), "quokka", "the rebuilt graph has it");
 }

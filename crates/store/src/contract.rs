@@ -16,12 +16,15 @@
 //! 10. entries derived later (summaries, a representation, a lexical field) are added to, and
 //!     replace their kind in, the stored document only while it is unchanged, and what each
 //!     document still lacks is listed;
-//! 11. `check` passes on every store the other tests leave behind.
+//! 11. metadata filters select documents by equality and array membership, and the
+//!     generation grows with every kind of write;
+//! 12. `check` passes on every store the other tests leave behind.
 
 use ckeep_core::{Chunk, ChunkId, Document, Span};
 
 use crate::{
-    DerivedWrite, DocumentWrite, Lacking, LexicalEntry, Manifest, StoreWrite, VectorEntry,
+    DerivedWrite, DocumentWrite, Lacking, LexicalEntry, Manifest, MetadataFilter, StoreWrite,
+    VectorEntry,
 };
 
 /// Expands to the contract suite for the store made by `$make`.
@@ -30,7 +33,8 @@ macro_rules! store_contract_tests {
     ($make:expr) => {
         $crate::store_contract_tests!(@tests $make;
             roundtrip, replace, remove, postings_and_stats, invalid_write_is_atomic,
-            vectors_and_summaries, manifest, span_text, lookups_keep_order, derived_entries);
+            vectors_and_summaries, manifest, span_text, lookups_keep_order, derived_entries,
+            filters_and_generation);
     };
     (@tests $make:expr; $($name:ident),*) => {$(
         #[test]
@@ -301,4 +305,61 @@ pub fn derived_entries(store: &mut dyn StoreWrite) {
     store.remove(&["a".into()]).unwrap();
     assert_eq!(store.postings("ctx", &[]).unwrap().0.chunks, 0);
     assert!(store.vectors("late").unwrap().is_empty());
+}
+
+/// Property 11.
+pub fn filters_and_generation(store: &mut dyn StoreWrite) {
+    let mut last = store.generation().unwrap();
+    let mut wrote = |store: &mut dyn StoreWrite, what: &str| {
+        let now = store.generation().unwrap();
+        assert!(now > last, "{what} advances the generation ({last} -> {now})");
+        last = now;
+    };
+    let mut docs: Vec<DocumentWrite> =
+        ["a", "b", "c", "d"].iter().map(|id| sample(id, "some words here")).collect();
+    docs[0].document.metadata = serde_json::json!({"lang": "en", "year": 2020, "tags": ["x", "y"]});
+    docs[1].document.metadata = serde_json::json!({"lang": "de", "year": 2021});
+    docs[2].document.metadata = serde_json::Value::Null;
+    docs[3].document.metadata = serde_json::json!({"lang": "en", "year": "2020"});
+    store.write_batch(docs).unwrap();
+    wrote(store, "write_batch");
+    let keys = |store: &dyn StoreWrite, filter: serde_json::Value| -> Vec<String> {
+        let filter: MetadataFilter = serde_json::from_value(filter).unwrap();
+        let keys = store.doc_keys_where(&filter).unwrap();
+        store.doc_ids_by_key(&keys).unwrap()
+    };
+    assert_eq!(keys(store, serde_json::json!({"lang": "en"})), ["a", "d"]);
+    assert_eq!(keys(store, serde_json::json!({"lang": "en", "year": 2020})), ["a"], "types count");
+    assert_eq!(keys(store, serde_json::json!({"tags": "y"})), ["a"], "array membership");
+    assert_eq!(keys(store, serde_json::json!({"year": [2021, "2020"]})), ["b", "d"], "any of");
+    assert!(keys(store, serde_json::json!({"missing": 1})).is_empty());
+    assert_eq!(
+        keys(store, serde_json::json!({})).len(),
+        3,
+        "documents without metadata never pass"
+    );
+    store.remove(&["b".to_string()]).unwrap();
+    wrote(store, "remove");
+    store
+        .set_manifest(&Manifest { chunker: Some("x".into()), ..store.manifest().unwrap() })
+        .unwrap();
+    wrote(store, "set_manifest");
+    store.set_aux("blob", b"1").unwrap();
+    wrote(store, "set_aux");
+    let derived = DerivedWrite {
+        doc_id: "a".into(),
+        hash: store.document_hash("a").unwrap().unwrap(),
+        summaries: vec![("lead".into(), "some".into())],
+        lexical: Vec::new(),
+        vectors: Vec::new(),
+    };
+    store.write_derived(vec![derived]).unwrap();
+    wrote(store, "write_derived");
+    let chunk_ids: Vec<ChunkId> = store.chunks_of("a").unwrap().iter().map(|c| c.id).collect();
+    let asked = [chunk_ids[1], ChunkId(i64::MAX), chunk_ids[0]];
+    assert_eq!(store.live_chunks(&asked).unwrap(), [chunk_ids[1], chunk_ids[0]]);
+    assert!(store.begin_read().unwrap());
+    assert!(!store.begin_read().unwrap(), "no nested snapshot");
+    assert_eq!(store.document_ids().unwrap().len(), 3);
+    store.end_read().unwrap();
 }

@@ -101,6 +101,8 @@ pub trait StoreRead {
     fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>>;
     /// Chunks by id, in the order asked; unknown ids are skipped.
     fn chunks_by_id(&self, ids: &[ckeep_core::ChunkId]) -> Result<Vec<StoredChunk>>;
+    /// Of `ids`, those of chunks the store has, in the order asked (a cheap existence check).
+    fn live_chunks(&self, ids: &[ckeep_core::ChunkId]) -> Result<Vec<ckeep_core::ChunkId>>;
     /// External ids of documents by key, in the order asked.
     fn doc_ids_by_key(&self, keys: &[ckeep_core::DocKey]) -> Result<Vec<String>>;
     /// The text of `span` in document `key`.
@@ -124,6 +126,17 @@ pub trait StoreRead {
     fn documents_lacking(&self, what: Lacking<'_>) -> Result<Vec<String>>;
     /// A named blob of derived data kept with the store (e.g. an HNSW graph), or `None`.
     fn aux(&self, name: &str) -> Result<Option<Vec<u8>>>;
+    /// Keys of the documents whose metadata passes `filter`, ascending.
+    fn doc_keys_where(&self, filter: &MetadataFilter) -> Result<Vec<ckeep_core::DocKey>>;
+    /// A number that grows with every committed write, by any writer: caches built from the
+    /// store are current while it is unchanged.
+    fn generation(&self) -> Result<u64>;
+    /// Starts a read snapshot: until [`StoreRead::end_read`], reads see the store as it was
+    /// when the first of them ran, whatever other writers commit meanwhile. Returns whether a
+    /// snapshot was started (not inside one already); only then call `end_read`.
+    fn begin_read(&self) -> Result<bool>;
+    /// Ends the snapshot [`StoreRead::begin_read`] started.
+    fn end_read(&self) -> Result<()>;
 }
 
 /// Writing to a store. Every method is atomic: it fully happens or not at all.

@@ -149,6 +149,22 @@ pub struct StoredDocument {
     pub chunks: u64,
 }
 
+impl StoredDocument {
+    /// Everything about the document but its text, as JSON (`ckeep show --json`, the server's
+    /// `GET /documents/{id}`).
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "doc_id": self.document.id,
+            "title": self.document.title,
+            "metadata": self.document.metadata,
+            "source": self.document.source,
+            "hash": self.hash,
+            "bytes": self.document.text.len(),
+            "chunk_count": self.chunks,
+        })
+    }
+}
+
 /// A stored chunk: its id, document and place in the tree.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredChunk {
@@ -222,5 +238,30 @@ impl CheckReport {
     /// Whether nothing is wrong.
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()
+    }
+}
+
+/// Which documents a search may return, by their metadata: every key must match. A key
+/// matches when the document's value equals the filter's, when the document's value is an array
+/// holding the filter's value, or when the filter's value is an array holding the document's
+/// (any of). One definition, so every backend filters alike.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct MetadataFilter(pub serde_json::Map<String, serde_json::Value>);
+
+impl MetadataFilter {
+    /// Whether a document's metadata (an object, or null) passes.
+    pub fn matches(&self, metadata: &serde_json::Value) -> bool {
+        self.0.iter().all(|(key, want)| {
+            let Some(have) = metadata.get(key) else { return false };
+            have == want
+                || have.as_array().is_some_and(|a| a.contains(want))
+                || want.as_array().is_some_and(|a| a.contains(have))
+        })
+    }
+
+    /// Whether the filter has no conditions (every document passes).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }

@@ -109,3 +109,24 @@ fn check_reports_broken_invariants() {
         report.problems
     );
 }
+
+#[test]
+fn a_read_snapshot_does_not_see_later_commits_of_another_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = SqliteStore::open_or_create(dir.path()).unwrap();
+    let write = |w: &mut SqliteStore, id: &str| {
+        let doc = ckeep_core::Document::new(id, "", "text");
+        w.write_batch(vec![ckeep_store::DocumentWrite::new(doc, vec![])]).unwrap();
+    };
+    write(&mut writer, "first");
+    let reader = SqliteStore::open(dir.path()).unwrap();
+    let before = reader.generation().unwrap();
+    assert!(reader.begin_read().unwrap());
+    assert_eq!(reader.document_ids().unwrap(), ["first"]);
+    write(&mut writer, "second");
+    assert_eq!(reader.document_ids().unwrap(), ["first"], "the snapshot holds");
+    assert_eq!(reader.generation().unwrap(), before);
+    reader.end_read().unwrap();
+    assert_eq!(reader.document_ids().unwrap(), ["first", "second"]);
+    assert!(reader.generation().unwrap() > before, "another connection's write is seen");
+}

@@ -12,8 +12,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::{
     CheckReport, DerivedWrite, DocumentWrite, Error, Lacking, LexicalEntry, LexicalFieldStats,
-    Manifest, RepresentationStats, Result, SCHEMA_VERSION, StoreRead, StoreStats, StoreWrite,
-    StoredChunk, StoredDocument, VectorEntry, VectorMatrix,
+    Manifest, MetadataFilter, RepresentationStats, Result, SCHEMA_VERSION, StoreRead, StoreStats,
+    StoreWrite, StoredChunk, StoredDocument, VectorEntry, VectorMatrix,
 };
 
 const DB_FILE: &str = "ckeep.sqlite";
@@ -43,6 +43,13 @@ impl SqliteStore {
         let file = dir.join(DB_FILE);
         let exists = file.is_file();
         Self::connect(&file, !exists)
+    }
+
+    /// Caps this connection's page cache at `mib` MiB (64 by default, sized for ingest): a
+    /// server's many reader connections need far less each.
+    pub fn limit_page_cache(&self, mib: u32) -> Result<()> {
+        self.conn.pragma_update(None, "cache_size", -(i64::from(mib) * 1024))?;
+        Ok(())
     }
 
     /// A store that lives in memory only (tests, one-off evaluations).
@@ -124,6 +131,16 @@ impl SqliteStore {
 fn put_manifest(tx: &Connection, manifest: &Manifest) -> Result<()> {
     let json = serde_json::to_string(manifest).expect("manifest serialises");
     tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('manifest', ?1)", [json])?;
+    Ok(())
+}
+
+/// Counts committed writes (see [`StoreRead::generation`]).
+fn bump_generation(tx: &Connection) -> Result<()> {
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('generation', '1') \
+         ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        [],
+    )?;
     Ok(())
 }
 
@@ -444,6 +461,17 @@ impl StoreRead for SqliteStore {
         Ok(out)
     }
 
+    fn live_chunks(&self, ids: &[ChunkId]) -> Result<Vec<ChunkId>> {
+        let mut stmt = self.conn.prepare_cached("SELECT 1 FROM chunks WHERE id = ?1")?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if stmt.exists([id.0])? {
+                out.push(*id);
+            }
+        }
+        Ok(out)
+    }
+
     fn doc_ids_by_key(&self, keys: &[DocKey]) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare_cached("SELECT id FROM documents WHERE key = ?1")?;
         keys.iter().map(|k| stmt.query_row([k.0], |r| r.get(0)).map_err(Error::from)).collect()
@@ -603,18 +631,58 @@ impl StoreRead for SqliteStore {
         let mut stmt = self.conn.prepare_cached("SELECT data FROM aux WHERE name = ?1")?;
         Ok(stmt.query_row([name], |r| r.get(0)).optional()?)
     }
+
+    fn doc_keys_where(&self, filter: &MetadataFilter) -> Result<Vec<DocKey>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT key, metadata FROM documents WHERE metadata IS NOT NULL ORDER BY key",
+        )?;
+        let mut keys = Vec::new();
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let json: String = row.get(1)?;
+            let metadata = serde_json::from_str(&json).unwrap_or_default();
+            if filter.matches(&metadata) {
+                keys.push(DocKey(row.get(0)?));
+            }
+        }
+        Ok(keys)
+    }
+
+    fn generation(&self) -> Result<u64> {
+        let mut stmt =
+            self.conn.prepare_cached("SELECT value FROM meta WHERE key = 'generation'")?;
+        let value: Option<String> = stmt.query_row([], |r| r.get(0)).optional()?;
+        Ok(value.and_then(|v| v.parse().ok()).unwrap_or(0))
+    }
+
+    fn begin_read(&self) -> Result<bool> {
+        if !self.conn.is_autocommit() {
+            return Ok(false);
+        }
+        self.conn.execute_batch("BEGIN DEFERRED")?;
+        Ok(true)
+    }
+
+    fn end_read(&self) -> Result<()> {
+        self.conn.execute_batch("COMMIT")?;
+        Ok(())
+    }
 }
 
 impl StoreWrite for SqliteStore {
     fn set_manifest(&mut self, manifest: &Manifest) -> Result<()> {
-        put_manifest(&self.conn, manifest)
+        let tx = self.conn.transaction()?;
+        put_manifest(&tx, manifest)?;
+        bump_generation(&tx)?;
+        tx.commit()?;
+        Ok(())
     }
 
     fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
-        self.conn.execute(
-            "INSERT OR REPLACE INTO aux (name, data) VALUES (?1, ?2)",
-            params![name, data],
-        )?;
+        let tx = self.conn.transaction()?;
+        tx.execute("INSERT OR REPLACE INTO aux (name, data) VALUES (?1, ?2)", params![name, data])?;
+        bump_generation(&tx)?;
+        tx.commit()?;
         Ok(())
     }
 
@@ -631,6 +699,7 @@ impl StoreWrite for SqliteStore {
             insert_document(&tx, d, &mut postings)?;
         }
         insert_postings(&tx, postings)?;
+        bump_generation(&tx)?;
         tx.commit()?;
         Ok(())
     }
@@ -651,6 +720,7 @@ impl StoreWrite for SqliteStore {
             applied += usize::from(replace_derived(&tx, w, &mut postings)?);
         }
         insert_postings(&tx, postings)?;
+        bump_generation(&tx)?;
         tx.commit()?;
         Ok(applied)
     }
@@ -664,6 +734,7 @@ impl StoreWrite for SqliteStore {
                 removed += 1;
             }
         }
+        bump_generation(&tx)?;
         tx.commit()?;
         Ok(removed)
     }

@@ -1,0 +1,99 @@
+//! Readers beside a writer on one store (real `SQLite` file, real potion-base-8M): shared
+//! vectors follow the store's writes, stale vectors never surface removed documents, and a
+//! metadata filter selects before ranking.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ckeep_core::Document;
+use ckeep_embed::Embedder;
+use ckeep_engine::{Engine, MetadataFilter, Mode, SearchRequest, Strategy};
+use ckeep_store::{SqliteStore, StoreWrite};
+
+fn model() -> Arc<dyn Embedder> {
+    ckeep_embed::load("potion-base-8M").expect("ckeep model pull potion-base-8M")
+}
+
+fn dense(query: &str) -> SearchRequest {
+    let strategy = Strategy { mode: Mode::Dense, k: 10, ..Strategy::default() };
+    SearchRequest { query: query.into(), strategy, explain: false, filter: None }
+}
+
+fn ids(engine: &Engine<SqliteStore>, req: &SearchRequest) -> Vec<String> {
+    engine.search(req).unwrap().results.into_iter().map(|r| r.doc_id).collect()
+}
+
+fn add(engine: &mut Engine<SqliteStore>, docs: &[(&str, &str, serde_json::Value)]) {
+    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    for (id, text, meta) in docs {
+        let mut d = Document::new(*id, "", *text);
+        d.metadata = meta.clone();
+        ingest.add(d).unwrap();
+    }
+    ingest.finish().unwrap();
+}
+
+#[test]
+fn readers_follow_writes_strictly_or_within_the_refresh_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer =
+        Engine::new(SqliteStore::open_or_create(dir.path()).unwrap()).with_embedder(model());
+    add(
+        &mut writer,
+        &[
+            ("cats", "Cats purr and chase mice.", serde_json::json!({"kind": "pet"})),
+            (
+                "volcano",
+                "Lava flows from the erupting volcano.",
+                serde_json::json!({"kind": "geo"}),
+            ),
+        ],
+    );
+    let strict = writer.reader(SqliteStore::open(dir.path()).unwrap());
+    let lagging = writer
+        .reader(SqliteStore::open(dir.path()).unwrap())
+        .with_refresh_interval(Duration::from_hours(1));
+    assert_eq!(ids(&strict, &dense("kittens purring"))[0], "cats");
+    assert_eq!(ids(&lagging, &dense("kittens purring"))[0], "cats");
+
+    // The writer replaces `cats` (new chunk ids) and adds `dogs`.
+    add(
+        &mut writer,
+        &[
+            ("cats", "Cats sleep most of the day.", serde_json::json!({"kind": "pet"})),
+            ("dogs", "Dogs bark and fetch sticks.", serde_json::json!({"kind": "pet"})),
+        ],
+    );
+    // The strict reader reloads: `dogs` is found at once.
+    assert_eq!(ids(&strict, &dense("a barking dog fetching"))[0], "dogs");
+    // The lagging reader shares the strict reader's loaded vectors, so it sees that reload.
+    assert_eq!(ids(&lagging, &dense("a barking dog fetching"))[0], "dogs");
+
+    // A lagging reader on its own caches, after removals and additions it has not reloaded.
+    let own = Engine::new(SqliteStore::open(dir.path()).unwrap())
+        .with_embedder(model())
+        .with_refresh_interval(Duration::from_hours(1));
+    assert_eq!(ids(&own, &dense("lava")).len(), 3);
+    writer.store_mut().remove(&["volcano".to_string()]).unwrap();
+    add(&mut writer, &[("fish", "Fish swim in the river.", serde_json::json!({"kind": "pet"}))]);
+    let got = ids(&own, &dense("lava"));
+    assert!(!got.contains(&"volcano".to_string()), "a removed document never surfaces: {got:?}");
+    assert!(!got.contains(&"fish".to_string()), "not reloaded yet: {got:?}");
+    assert!(got.iter().all(|id| !id.is_empty()));
+    // BM25 reads the store itself, so it sees the new document at once.
+    let bm25 = SearchRequest {
+        strategy: Strategy { mode: Mode::Bm25, ..Strategy::default() },
+        ..dense("fish river")
+    };
+    assert_eq!(ids(&own, &bm25), ["fish"]);
+    // A strict engine of its own sees everything.
+    let fresh = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(model());
+    assert_eq!(ids(&fresh, &dense("fish swimming"))[0], "fish");
+
+    // Filters select before ranking.
+    let filter: MetadataFilter =
+        serde_json::from_value(serde_json::json!({"kind": "pet"})).unwrap();
+    let req = SearchRequest { filter: Some(filter), ..dense("lava erupting") };
+    let got = ids(&fresh, &req);
+    assert_eq!(got.len(), 3, "{got:?}");
+}
