@@ -88,6 +88,61 @@ pub enum Command {
     /// neighbours propose candidate pairs (through the HNSW graph for large stores), which are
     /// scored by chunk-pair similarity and grouped into clusters with their matching spans.
     Dedup(DedupArgs),
+    /// Serve the store over HTTP with a JSON API (described at /openapi.json).
+    ///
+    /// Binds 127.0.0.1 by default. With --token-file, every request but /health needs
+    /// `Authorization: Bearer TOKEN`. SIGINT or SIGTERM stops accepting requests, lets those in
+    /// flight finish and waits for the last write to commit. The store is created if missing.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7700", value_name = "HOST:PORT")]
+    pub addr: std::net::SocketAddr,
+    /// A file holding the bearer token clients must send (first line, trimmed).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The embedding model (default: the one the store was built with; none: BM25 only).
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
+    /// Reader connections, i.e. reads that run at once [default: 2 × cores, at least 4].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub readers: Option<u16>,
+    /// Largest request body in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 32 << 20)]
+    pub max_body_bytes: usize,
+    /// Most documents in one add request.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_documents: usize,
+    /// Largest k of a search.
+    #[arg(long, value_name = "K", default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_K as u64))]
+    pub max_k: usize,
+    /// Longest query in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 4096, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_QUERY_BYTES as u64))]
+    pub max_query_bytes: usize,
+    /// Seconds a read may run before it is answered with 503 timeout.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// Seconds a request may wait for a free worker before it is answered with 503 overloaded.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub queue_timeout: f64,
+    /// Most requests handled at once; more are answered 503 overloaded at once (memory stays
+    /// below about this many request bodies).
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    pub max_in_flight: usize,
+    /// Embed each query on its own instead of batching concurrent queries into one model call.
+    #[arg(long)]
+    pub no_batch: bool,
+    /// Seconds between rebuilds of the HNSW graph of a large collection after writes.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub index_interval: f64,
+    /// Seconds after a write during which dense search may still use the vectors loaded before
+    /// it (near-real-time, like a search engine's refresh interval); BM25 and reads by id see
+    /// every acknowledged write at once. 0 reloads after every write.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub refresh_interval: f64,
 }
 
 #[derive(Debug, Args)]
@@ -459,9 +514,24 @@ pub struct SearchArgs {
     /// Show which chunks and terms matched and each score component.
     #[arg(long)]
     pub explain: bool,
+    /// Only documents whose metadata KEY equals VALUE (or, for a list, contains it); VALUE is
+    /// read as JSON when it parses (2020, true, `["a","b"]` for any of), else as a string.
+    /// Repeat for several keys; all must match.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_filter)]
+    pub filter: Vec<(String, serde_json::Value)>,
     /// The model for dense search (default: the one the store was built with).
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
     pub model: Option<String>,
+}
+
+fn parse_filter(s: &str) -> Result<(String, serde_json::Value), String> {
+    let (key, value) = s.split_once('=').ok_or_else(|| format!("`{s}` is not KEY=VALUE"))?;
+    if key.is_empty() {
+        return Err(format!("`{s}` has an empty key"));
+    }
+    let value = serde_json::from_str(value)
+        .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+    Ok((key.to_string(), value))
 }
 
 fn strategy_help() -> String {

@@ -52,7 +52,9 @@ pub fn run(
             engine = engine.with_embedder(super::load_model(&spec, no_cache)?);
         }
     }
-    let req = SearchRequest { query: args.query.clone(), strategy, explain: args.explain };
+    let filter = (!args.filter.is_empty())
+        .then(|| ckeep_engine::MetadataFilter(args.filter.iter().cloned().collect()));
+    let req = SearchRequest { query: args.query.clone(), strategy, explain: args.explain, filter };
     let res = engine.search(&req)?;
     if out.json {
         out.print_json(&res)?;

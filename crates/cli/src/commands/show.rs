@@ -29,15 +29,7 @@ pub fn run(store: &Path, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCo
     if out.json {
         let chunk_out: Vec<ChunkOut<'_>> =
             chunks.iter().map(|c| ChunkOut { chunk: c, text: c.chunk.span.slice(text) }).collect();
-        let mut value = serde_json::json!({
-            "doc_id": doc.document.id,
-            "title": doc.document.title,
-            "metadata": doc.document.metadata,
-            "source": doc.document.source,
-            "hash": doc.hash,
-            "bytes": text.len(),
-            "chunk_count": doc.chunks,
-        });
+        let mut value = doc.describe();
         if args.chunks {
             value["chunks"] = serde_json::to_value(&chunk_out)?;
         } else {

@@ -46,38 +46,15 @@ pub fn run(args: &SimilarArgs, no_cache: bool, out: &Output) -> anyhow::Result<E
         }
     }
     let scorer = scorer(&args.scoring, no_cache)?;
+    if out.json {
+        out.print_json(&scorer.report(&a, &b, args.threshold, args.explain)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let embedded = scorer.embed(&[&a, &b])?;
     let (ea, eb) = (&embedded[0], &embedded[1]);
     let score = scorer.score(ea, eb);
     let duplicate = f64::from(score.chunk_pair) >= args.threshold;
     let pairs = ea.spans.len() * eb.spans.len();
-    if out.json {
-        let top: Vec<serde_json::Value> = score
-            .top
-            .iter()
-            .map(|p| {
-                let (sa, sb) = (ea.spans[p.a], eb.spans[p.b]);
-                serde_json::json!({
-                    "cosine": p.cosine,
-                    "a": {"chunk": p.a, "span": sa, "text": sa.slice(&a)},
-                    "b": {"chunk": p.b, "span": sb, "text": sb.slice(&b)},
-                })
-            })
-            .collect();
-        out.print_json(&serde_json::json!({
-            "chunk_pair": score.chunk_pair,
-            "whole": score.whole,
-            "threshold": args.threshold,
-            "duplicate": duplicate,
-            "whole_duplicate": f64::from(score.whole) >= args.threshold,
-            "model": scorer.embedder().info().name,
-            "chunker": args.scoring.chunker.to_string(),
-            "top_k": args.scoring.top_k,
-            "chunks": [ea.spans.len(), eb.spans.len()],
-            "top": if args.explain { serde_json::Value::from(top) } else { serde_json::Value::Null },
-        }))?;
-        return Ok(ExitCode::SUCCESS);
-    }
     outln!(
         "chunk-pair score  {:.4}  (mean of the top {} of {pairs} chunk pairs; {} × {} chunks, {})",
         score.chunk_pair,

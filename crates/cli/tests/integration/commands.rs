@@ -132,3 +132,41 @@ fn exit_codes_and_json_errors() {
         help.contains("words:dynamic") && help.contains("Units for markdown/hierarchy are words")
     );
 }
+
+#[test]
+fn metadata_filters_restrict_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let corpus = dir.path().join("docs.jsonl");
+    std::fs::write(
+        &corpus,
+        concat!(
+            r#"{"id": "en1", "text": "The river floods in spring.", "metadata": {"lang": "en", "year": 2020}}"#,
+            "\n",
+            r#"{"id": "en2", "text": "A river crossing in winter.", "metadata": {"lang": "en", "year": 2021, "tags": ["geo", "travel"]}}"#,
+            "\n",
+            r#"{"id": "de1", "text": "The river Rhine, river of rivers.", "metadata": {"lang": "de"}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    ok(&store, &["add", corpus.to_str().unwrap(), "--chunker", "sentences"]);
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["search", "river", "--mode", "bm25"];
+        all.extend_from_slice(args);
+        json(&store, &all)["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["doc_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&[]).len(), 3);
+    assert_eq!(ids(&["--filter", "lang=en"]).len(), 2);
+    assert_eq!(ids(&["--filter", "lang=en", "--filter", "year=2021"]), ["en2"]);
+    assert_eq!(ids(&["--filter", "year=\"2021\""]), Vec::<String>::new(), "JSON types count");
+    assert_eq!(ids(&["--filter", "tags=travel"]), ["en2"]);
+    assert_eq!(ids(&["--filter", "lang=[\"de\",\"fr\"]"]), ["de1"]);
+    let (code, err) = fails(&store, &["search", "river", "--filter", "nokey"]);
+    assert_eq!(code, 2, "{err}");
+}

@@ -8,6 +8,7 @@ mod eval;
 mod expansion;
 mod models;
 mod real_data;
+mod serve;
 mod similarity;
 
 use std::path::{Path, PathBuf};

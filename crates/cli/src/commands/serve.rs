@@ -1,0 +1,107 @@
+//! `ckeep serve`: the HTTP server over the store.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use ckeep_server::{AppState, Limits, ServerConfig};
+use ckeep_store::{SqliteStore, StoreRead};
+
+use crate::UsageError;
+use crate::args::ServeArgs;
+use crate::output::Output;
+
+fn seconds(name: &str, s: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+        anyhow::Error::new(UsageError(format!("--{name} must be a positive number of seconds")))
+    })
+}
+
+fn read_token(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the token file {}", path.display()))?;
+    let token = text.lines().next().unwrap_or_default().trim().to_string();
+    if token.is_empty() {
+        bail!(UsageError(format!("the token file {} is empty", path.display())));
+    }
+    Ok(token)
+}
+
+pub fn run(
+    store: &Path,
+    args: &ServeArgs,
+    no_cache: bool,
+    out: &Output,
+) -> anyhow::Result<ExitCode> {
+    let token = args.token_file.as_deref().map(read_token).transpose()?;
+    let mut config = ServerConfig {
+        limits: Limits {
+            max_body_bytes: args.max_body_bytes,
+            max_documents: args.max_documents,
+            max_k: args.max_k,
+            max_query_bytes: args.max_query_bytes,
+            read_timeout: seconds("timeout", args.timeout)?,
+            queue_timeout: seconds("queue-timeout", args.queue_timeout)?,
+            max_in_flight: args.max_in_flight,
+        },
+        token,
+        batch_queries: !args.no_batch,
+        index_interval: seconds("index-interval", args.index_interval)?,
+        refresh_interval: Duration::try_from_secs_f64(args.refresh_interval).map_err(|_| {
+            anyhow::Error::new(UsageError("--refresh-interval must be 0 or more seconds".into()))
+        })?,
+        ..ServerConfig::default()
+    };
+    if let Some(n) = args.readers {
+        config.readers = usize::from(n);
+    }
+    if config.token.is_none() && !args.addr.ip().is_loopback() {
+        out.warn(format!(
+            "listening on {} without --token-file: anyone who can reach it can read and change the store",
+            args.addr
+        ));
+    }
+    // The model: the flag's, else the store's.
+    let model = match &args.model {
+        Some(m) => Some(m.clone()),
+        None => match SqliteStore::open(store) {
+            Ok(s) => super::stored_model(&s.manifest()?),
+            Err(ckeep_store::Error::NotFound { .. }) => None,
+            Err(e) => return Err(e.into()),
+        },
+    };
+    let embedder = model.as_deref().map(|m| super::load_model(m, no_cache)).transpose()?;
+    let state = AppState::open(store, embedder, config).map_err(|e| anyhow::anyhow!(e.message))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.addr))?;
+        let addr = listener.local_addr()?;
+        if out.json {
+            // One line, so a supervising program can read the address before any request.
+            let line = serde_json::json!({
+                "listening": format!("http://{addr}"),
+                "store": store.display().to_string(),
+                "model": model,
+            });
+            let mut stdout = std::io::stdout().lock();
+            writeln!(stdout, "{line}")?;
+            stdout.flush()?;
+        }
+        out.note(format!(
+            "ckeep serve: listening on http://{addr} (store {}, model {}); Ctrl-C stops",
+            store.display(),
+            model.as_deref().unwrap_or("none: BM25 only")
+        ));
+        ckeep_server::serve(listener, state, ckeep_server::shutdown_signal()).await?;
+        out.note("ckeep serve: stopped; every acknowledged write is committed");
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,86 @@
+//! `ckeep serve` as users run it: a real process on a free port, a token file, documents added
+//! over HTTP, SIGTERM, and a clean exit with everything committed.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::{ckeep, fails, json};
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_mins(1)))
+        .build()
+        .into()
+}
+
+#[test]
+fn serve_answers_over_http_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "t0ken\n").unwrap();
+    let mut child = ckeep(&store)
+        .args(["--json", "serve", "--addr", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let started: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let base = started["listening"].as_str().unwrap().to_string();
+
+    let a = agent();
+    let doc = serde_json::json!({"id": "n1", "text": "Owls hunt at night. Larks sing at dawn."});
+    let res = a.post(format!("{base}/documents")).send_json(&doc).unwrap();
+    assert_eq!(res.status(), 401, "the token is required");
+    let mut res = a
+        .post(format!("{base}/documents"))
+        .header("authorization", "Bearer t0ken")
+        .send_json(&doc)
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.body_mut().read_to_string().unwrap());
+    let mut res = a
+        .post(format!("{base}/search"))
+        .header("authorization", "Bearer t0ken")
+        .send_json(serde_json::json!({"query": "owls at night"}))
+        .unwrap();
+    let found: serde_json::Value = res.body_mut().read_json().unwrap();
+    assert_eq!(found["results"][0]["doc_id"], "n1");
+    assert_eq!(found["results"][0]["spans"], serde_json::json!([[0, 39]]));
+
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit status after SIGTERM: {status}");
+    let shown = json(&store, &["show", "n1"]);
+    assert_eq!(shown["text"], "Owls hunt at night. Larks sing at dawn.");
+    json(&store, &["check"]);
+}
+
+#[test]
+fn serve_refuses_bad_settings_before_it_listens() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "\n").unwrap();
+    let (code, err) = fails(&store, &["serve", "--token-file", empty.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is empty"), "{err}");
+    let (code, err) = fails(&store, &["serve", "--timeout", "0"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, err) = fails(&store, &["serve", "--addr", "not-an-address"]);
+    assert_eq!(code, 2, "{err}");
+    // A port that is taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, err) = fails(&store, &["serve", "--addr", &addr]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cannot listen on"), "{err}");
+}

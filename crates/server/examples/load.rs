@@ -1,0 +1,296 @@
+//! Load test for `ckeep serve`: N clients query for a fixed time while one more client adds
+//! documents; then every acknowledged document is read back. Stops by itself.
+//!
+//! ```text
+//! cargo run --release -p ckeep-server --example load -- \
+//!     --url http://127.0.0.1:7700 --queries queries.jsonl --docs new_docs.jsonl \
+//!     [--clients 32] [--seconds 60] [--batch 5] [--pid SERVER_PID] [--token T]
+//! ```
+//! `--queries`: JSONL with `text` (BEIR queries); `--docs`: JSONL with `_id`/`id`, `text`,
+//! optional `title` (BEIR corpus). With `--pid`, the server's resident memory is sampled each
+//! second. Prints one JSON report on stdout.
+#![allow(clippy::missing_panics_doc)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Args {
+    url: String,
+    token: Option<String>,
+    queries: String,
+    docs: String,
+    clients: usize,
+    seconds: u64,
+    batch: usize,
+    pid: Option<u32>,
+    strategy: String,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        url: "http://127.0.0.1:7700".into(),
+        token: None,
+        queries: String::new(),
+        docs: String::new(),
+        clients: 32,
+        seconds: 60,
+        batch: 5,
+        pid: None,
+        strategy: "mode=hybrid,level=doc,k=10".into(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--url" => a.url = value()?,
+            "--token" => a.token = Some(value()?),
+            "--queries" => a.queries = value()?,
+            "--docs" => a.docs = value()?,
+            "--clients" => a.clients = value()?.parse().map_err(|e| format!("--clients: {e}"))?,
+            "--seconds" => a.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
+            "--batch" => a.batch = value()?.parse().map_err(|e| format!("--batch: {e}"))?,
+            "--pid" => a.pid = Some(value()?.parse().map_err(|e| format!("--pid: {e}"))?),
+            "--strategy" => a.strategy = value()?,
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    if a.queries.is_empty() || a.docs.is_empty() {
+        return Err("--queries and --docs are required".into());
+    }
+    Ok(a)
+}
+
+fn jsonl(path: &str) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_mins(2)))
+        .build()
+        .into()
+}
+
+/// POSTs JSON; returns the status (0: transport error) and the body.
+fn post(agent: &ureq::Agent, url: &str, token: Option<&str>, body: &Value) -> (u16, String) {
+    let mut req = agent.post(url);
+    if let Some(t) = token {
+        req = req.header("authorization", &format!("Bearer {t}"));
+    }
+    match req.send_json(body) {
+        Ok(mut res) => {
+            let status = res.status().as_u16();
+            (
+                status,
+                res.body_mut().with_config().limit(64 << 20).read_to_string().unwrap_or_default(),
+            )
+        }
+        Err(e) => (0, e.to_string()),
+    }
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+#[allow(clippy::too_many_lines)]
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("load: {e}");
+            std::process::exit(2);
+        }
+    };
+    let queries: Arc<Vec<String>> = Arc::new(
+        jsonl(&args.queries)
+            .iter()
+            .filter_map(|q| q["text"].as_str().map(str::to_string))
+            .collect(),
+    );
+    let docs = jsonl(&args.docs);
+    let stop = Arc::new(AtomicBool::new(false));
+    let latencies: Arc<Mutex<Vec<f64>>> = Arc::default();
+    let failures: Arc<Mutex<Vec<String>>> = Arc::default();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(args.seconds);
+
+    let memory = args.pid.map(|pid| {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(kib) = rss_kib(pid) {
+                    samples.push(kib);
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            samples
+        })
+    });
+
+    let clients: Vec<_> = (0..args.clients)
+        .map(|c| {
+            let (queries, latencies, failures) =
+                (Arc::clone(&queries), Arc::clone(&latencies), Arc::clone(&failures));
+            let (url, token, strategy) =
+                (format!("{}/search", args.url), args.token.clone(), args.strategy.clone());
+            std::thread::spawn(move || {
+                let agent = agent();
+                let mut mine = Vec::new();
+                let mut i = c * 7919;
+                while Instant::now() < deadline {
+                    let q = &queries[i % queries.len()];
+                    i += 1;
+                    let t = Instant::now();
+                    let (status, body) = post(
+                        &agent,
+                        &url,
+                        token.as_deref(),
+                        &json!({"query": q, "strategy": strategy}),
+                    );
+                    mine.push(t.elapsed().as_secs_f64() * 1000.0);
+                    if status != 200 {
+                        failures.lock().unwrap().push(format!("search {status}: {body}"));
+                    }
+                }
+                latencies.lock().unwrap().extend(mine);
+            })
+        })
+        .collect();
+
+    let ingest = {
+        let (failures, url, token) =
+            (Arc::clone(&failures), format!("{}/documents", args.url), args.token.clone());
+        let batch = args.batch.max(1);
+        std::thread::spawn(move || {
+            let agent = agent();
+            let mut acknowledged: Vec<(String, String)> = Vec::new();
+            let mut latencies = Vec::new();
+            // The documents, then again under new ids, until the time is up.
+            let rounds = (0..)
+                .take_while(|_| !docs.is_empty())
+                .flat_map(|round| docs.chunks(batch).map(move |c| (round, c)));
+            for (round, chunk) in rounds {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                let documents: Vec<Value> = chunk
+                    .iter()
+                    .map(|d| {
+                        let id = d.get("_id").or_else(|| d.get("id")).cloned().unwrap_or_default();
+                        let id = id.as_str().map_or_else(|| id.to_string(), str::to_string);
+                        json!({
+                            "id": if round == 0 { id } else { format!("{id}-r{round}") },
+                            "title": d.get("title").cloned().unwrap_or_else(|| json!("")),
+                            "text": d["text"],
+                        })
+                    })
+                    .collect();
+                let t = Instant::now();
+                let (status, body) =
+                    post(&agent, &url, token.as_deref(), &json!({"documents": documents}));
+                latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                if status == 200 {
+                    for d in &documents {
+                        acknowledged.push((
+                            d["id"].as_str().unwrap_or_default().to_string(),
+                            d["text"].as_str().unwrap_or_default().to_string(),
+                        ));
+                    }
+                } else {
+                    failures.lock().unwrap().push(format!("ingest {status}: {body}"));
+                }
+            }
+            (acknowledged, latencies)
+        })
+    };
+
+    for c in clients {
+        c.join().expect("client thread");
+    }
+    let (acknowledged, mut ingest_ms) = ingest.join().expect("ingest thread");
+    let elapsed = started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let rss = memory.map(|m| m.join().expect("memory thread")).unwrap_or_default();
+
+    // Every acknowledged document is there, byte for byte.
+    let agent = agent();
+    let mut missing = 0;
+    for (id, text) in &acknowledged {
+        let mut req = agent.get(format!("{}/documents/{}", args.url, encode(id)));
+        if let Some(t) = &args.token {
+            req = req.header("authorization", &format!("Bearer {t}"));
+        }
+        let ok = req.call().ok().and_then(|mut r| {
+            (r.status() == 200).then(|| r.body_mut().read_json::<Value>().ok()).flatten()
+        });
+        if ok.is_none_or(|v| v["text"].as_str() != Some(text.as_str())) {
+            missing += 1;
+        }
+    }
+
+    let mut lat = latencies.lock().unwrap().clone();
+    lat.sort_by(f64::total_cmp);
+    ingest_ms.sort_by(f64::total_cmp);
+    let failures = failures.lock().unwrap().clone();
+    let report = json!({
+        "clients": args.clients,
+        "seconds": elapsed,
+        "strategy": args.strategy,
+        "queries": lat.len(),
+        "queries_per_second": lat.len() as f64 / elapsed,
+        "latency_ms": {"p50": percentile(&lat, 0.5), "p90": percentile(&lat, 0.9), "p99": percentile(&lat, 0.99), "max": lat.last()},
+        "failed_requests": failures.len(),
+        "failures_sample": failures.iter().take(5).collect::<Vec<_>>(),
+        "ingest": {
+            "documents_acknowledged": acknowledged.len(),
+            "requests": ingest_ms.len(),
+            "documents_per_second": acknowledged.len() as f64 / elapsed,
+            "latency_ms": {"p50": percentile(&ingest_ms, 0.5), "p99": percentile(&ingest_ms, 0.99)},
+            "missing_after_run": missing,
+        },
+        "server_rss_mib": (!rss.is_empty()).then(|| json!({
+            "first": rss[0] as f64 / 1024.0,
+            "max": *rss.iter().max().unwrap_or(&0) as f64 / 1024.0,
+            "last": *rss.last().unwrap_or(&0) as f64 / 1024.0,
+            "every_10s": rss.iter().step_by(10).map(|k| (*k as f64 / 1024.0).round()).collect::<Vec<_>>(),
+        })),
+    });
+    println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    if !failures.is_empty() || missing > 0 {
+        std::process::exit(1);
+    }
+}
+
+/// Percent-encodes a document id for a path (keeping `/`, which the route accepts).
+fn encode(id: &str) -> String {
+    id.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}

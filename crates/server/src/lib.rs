@@ -1,0 +1,239 @@
+//! `ckeep serve`: the engine behind a JSON API over HTTP, so any language can add documents and
+//! search them.
+//!
+//! # Brief overview
+//! - [`AppState::open`] opens a store with a writer and a pool of readers ([`workers`]);
+//!   [`router`] is the whole API as an axum `Router` (tests drive it without a port);
+//!   [`serve`] runs it on a listener until a shutdown signal, then lets writes finish.
+//! - Every route but `/health` needs `Authorization: Bearer TOKEN` when a token is set.
+//! - Errors are JSON with a stable code ([`error::CODES`]); every limit is in [`Limits`].
+//! - Queries from concurrent requests share model calls ([`batch::BatchingEmbedder`]).
+//! - The API is described at `/openapi.json`.
+
+pub mod batch;
+pub mod error;
+mod json;
+mod routes;
+pub mod workers;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use ckeep_embed::Embedder;
+use ckeep_engine::Engine;
+use ckeep_store::SqliteStore;
+
+pub use error::ApiError;
+pub use routes::{OPENAPI, ROUTES};
+
+use crate::batch::BatchingEmbedder;
+use crate::workers::Workers;
+
+/// Page cache of each reader connection, in MiB: searches read postings and chunk rows, and
+/// the vectors live in the shared engine cache, not in `SQLite`'s.
+const READER_PAGE_CACHE_MIB: u32 = 16;
+
+/// Every limit the server enforces; each is answered with a clear 4xx or 503.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest request body in bytes (413 beyond).
+    pub max_body_bytes: usize,
+    /// Most documents in one add request.
+    pub max_documents: usize,
+    /// Largest `k` of a search.
+    pub max_k: usize,
+    /// Longest query in bytes.
+    pub max_query_bytes: usize,
+    /// Longest a read (search, get, similar) may run before it is answered with 503 timeout.
+    pub read_timeout: Duration,
+    /// Longest a request waits for a free worker before it is answered with 503 overloaded.
+    pub queue_timeout: Duration,
+    /// Most requests handled at once (bodies included); more are answered with 503 overloaded
+    /// at once, so memory stays below about this many times `max_body_bytes`.
+    pub max_in_flight: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 32 << 20,
+            max_documents: 1000,
+            max_k: 1000,
+            max_query_bytes: 4096,
+            read_timeout: Duration::from_secs(30),
+            queue_timeout: Duration::from_secs(10),
+            max_in_flight: 64,
+        }
+    }
+}
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Limits.
+    pub limits: Limits,
+    /// The bearer token every request but `/health` must carry (`None`: no authentication).
+    pub token: Option<String>,
+    /// Reader engines (concurrent reads).
+    pub readers: usize,
+    /// Whether concurrent queries share model calls.
+    pub batch_queries: bool,
+    /// How often the HNSW graph of a large collection is rebuilt after writes.
+    pub index_interval: Duration,
+    /// How long after a write dense search may still use the vectors loaded before it (BM25
+    /// and reads by id see every committed write at once).
+    pub refresh_interval: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            token: None,
+            readers: std::thread::available_parallelism().map_or(4, |n| n.get() * 2).max(4),
+            batch_queries: true,
+            index_interval: Duration::from_secs(30),
+            refresh_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What every request handler shares.
+#[derive(Debug)]
+pub struct AppState {
+    workers: Workers,
+    config: ServerConfig,
+    in_flight: Arc<tokio::sync::Semaphore>,
+    embedder: Option<Arc<dyn Embedder>>,
+    batching: Option<Arc<BatchingEmbedder>>,
+    /// Writes committed, and the count when the vector index was last built.
+    writes: AtomicU64,
+    indexed_at: AtomicU64,
+    started: Instant,
+    location: String,
+}
+
+impl AppState {
+    /// Opens (or creates) the store in `dir` with `embedder` (the store's model, if any).
+    pub fn open(
+        dir: &Path,
+        embedder: Option<Arc<dyn Embedder>>,
+        config: ServerConfig,
+    ) -> Result<Arc<Self>, ApiError> {
+        let batching = match (&embedder, config.batch_queries) {
+            (Some(e), true) => Some(Arc::new(BatchingEmbedder::new(Arc::clone(e)))),
+            _ => None,
+        };
+        let mut writer = Engine::new(SqliteStore::open_or_create(dir)?)
+            .with_background_index()
+            .with_refresh_interval(config.refresh_interval);
+        if let Some(e) = &embedder {
+            writer = writer.with_embedder(Arc::clone(e));
+        }
+        let query_model: Option<Arc<dyn Embedder>> =
+            batching.clone().map(|b| b as Arc<dyn Embedder>).or_else(|| embedder.clone());
+        let mut readers = Vec::with_capacity(config.readers.max(1));
+        for _ in 0..config.readers.max(1) {
+            let store = SqliteStore::open(dir)?;
+            store.limit_page_cache(READER_PAGE_CACHE_MIB)?;
+            let mut reader = writer.reader(store);
+            if let Some(m) = &query_model {
+                reader = reader.with_embedder(Arc::clone(m));
+            }
+            readers.push(reader);
+        }
+        let workers =
+            Workers::new(writer, readers, config.limits.queue_timeout, config.limits.read_timeout);
+        Ok(Arc::new(Self {
+            workers,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(config.limits.max_in_flight.max(1))),
+            config,
+            embedder,
+            batching,
+            writes: AtomicU64::new(0),
+            indexed_at: AtomicU64::new(0),
+            started: Instant::now(),
+            location: dir.display().to_string(),
+        }))
+    }
+
+    /// Model calls made for queries and the queries they embedded (batching at work).
+    pub fn query_batches(&self) -> Option<(u64, u64)> {
+        self.batching.as_ref().map(|b| b.calls())
+    }
+
+    fn wrote(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Rebuilds the HNSW graph if writes happened since the last build: built on a reader (so
+    /// ingests go on), saved by the writer.
+    async fn refresh_index(&self) -> Result<(), ApiError> {
+        let writes = self.writes.load(Ordering::Relaxed);
+        if writes == self.indexed_at.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let builds = self.workers.read_untimed(|e| Ok(e.build_vector_index()?)).await?;
+        if !builds.is_empty() {
+            self.workers.write(move |e| Ok(e.save_vector_index(builds)?)).await?;
+        }
+        self.indexed_at.store(writes, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The whole API.
+pub fn router(state: Arc<AppState>) -> Router {
+    routes::router(state)
+}
+
+/// Serves `state` on `listener` until `shutdown` resolves; then stops accepting, lets requests
+/// in flight finish and waits for the last write to commit.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let indexer = {
+        let state = Arc::clone(&state);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(state.config.index_interval).await;
+                if let Err(e) = state.refresh_index().await {
+                    eprintln!("ckeep serve: vector index not rebuilt: {}", e.message);
+                }
+            }
+        })
+    };
+    let app = router(Arc::clone(&state)).into_make_service_with_connect_info::<SocketAddr>();
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    indexer.abort();
+    state.workers.drain().await;
+    served
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

@@ -1,0 +1,150 @@
+//! The routes, authentication and the small read-only endpoints.
+
+mod documents;
+mod query;
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ckeep_store::StoreRead;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// The API description served at `/openapi.json` (`OpenAPI` 3.1).
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+/// Every route, for the description test: `(method, path)`.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/health"),
+    ("get", "/stats"),
+    ("get", "/openapi.json"),
+    ("get", "/documents"),
+    ("post", "/documents"),
+    ("get", "/documents/{id}"),
+    ("put", "/documents/{id}"),
+    ("delete", "/documents/{id}"),
+    ("post", "/search"),
+    ("post", "/similar"),
+];
+
+pub fn router(state: Arc<AppState>) -> Router {
+    let body_limit = state.config.limits.max_body_bytes;
+    let authed = Router::new()
+        .route("/stats", get(stats))
+        .route("/documents", get(documents::list).post(documents::add))
+        .route(
+            "/documents/{*id}",
+            get(documents::get).put(documents::put).delete(documents::delete),
+        )
+        .route("/search", post(query::search))
+        .route("/similar", post(query::similar))
+        .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), authenticate));
+    Router::new()
+        .route("/health", get(health))
+        .route("/openapi.json", get(openapi))
+        .merge(authed)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), admit))
+        .with_state(state)
+}
+
+/// Turns requests beyond `max_in_flight` away at once (503), and bodies announced larger than
+/// the limit (413), before their bodies are read. (Bodies without a length are cut at the limit
+/// while they are read.)
+async fn admit(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let announced = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let limit = state.config.limits.max_body_bytes;
+    if announced.is_some_and(|n| n > limit as u64) {
+        return ApiError::new(
+            "body_too_large",
+            format!("the body is larger than the {limit} bytes this server takes"),
+        )
+        .into_response();
+    }
+    let Ok(_permit) = Arc::clone(&state.in_flight).try_acquire_owned() else {
+        return ApiError::new(
+            "overloaded",
+            format!(
+                "{} requests are in flight, the most this server takes; retry later",
+                state.config.limits.max_in_flight
+            ),
+        )
+        .into_response();
+    };
+    next.run(req).await
+}
+
+/// Checks `Authorization: Bearer TOKEN` when the server has a token (compared in constant
+/// time).
+async fn authenticate(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    if let Some(token) = &state.config.token {
+        let given = req
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        let same = given.len() == token.len()
+            && given.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+        if !same {
+            let mut res = ApiError::new(
+                "unauthorized",
+                "this server needs `Authorization: Bearer TOKEN` with its token",
+            )
+            .into_response();
+            res.headers_mut().insert("www-authenticate", "Bearer".parse().expect("valid header"));
+            return res;
+        }
+    }
+    next.run(req).await
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new("not_found", "no such endpoint; the API is described at /openapi.json")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new("method_not_allowed", "this endpoint does not take that method")
+}
+
+/// Liveness: answers without touching the store, and without a token.
+async fn health(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    Json(serde_json::json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptime_seconds": state.started.elapsed().as_secs_f64(),
+    }))
+}
+
+async fn openapi() -> Response {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
+async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<serde_json::Value>, ApiError> {
+    let location = state.location.clone();
+    let (stats, manifest) =
+        state.workers.read(|e| Ok((e.store().stats()?, e.store().manifest()?))).await?;
+    Ok(Json(serde_json::json!({
+        "store": location,
+        "chunker": manifest.chunker,
+        "model": manifest.model,
+        "representations": manifest.representations,
+        "summarizers": manifest.summarizers,
+        "stats": stats,
+        "query_batches": state.query_batches().map(|(calls, texts)| {
+            serde_json::json!({"model_calls": calls, "queries": texts})
+        }),
+    })))
+}

@@ -1,0 +1,170 @@
+//! Search and pair similarity.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use ckeep_engine::{MetadataFilter, PairScorer, SearchRequest, SearchResponse, Strategy};
+use serde::Deserialize;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::json::JsonBody;
+
+/// `POST /search`: every option of `ckeep search`. `strategy` is a whole spec; the fields
+/// beside it override its parts.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchBody {
+    query: String,
+    #[serde(default)]
+    strategy: Option<String>,
+    #[serde(default)]
+    k: Option<u64>,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    level: Option<String>,
+    #[serde(default, alias = "aggregate")]
+    agg: Option<String>,
+    #[serde(default)]
+    expand: Option<String>,
+    #[serde(default)]
+    repr: Option<String>,
+    #[serde(default)]
+    summarizer: Option<String>,
+    #[serde(default)]
+    exact: Option<bool>,
+    #[serde(default)]
+    explain: bool,
+    #[serde(default)]
+    filter: Option<MetadataFilter>,
+}
+
+fn field<T>(name: &str, value: Option<&str>) -> Result<Option<T>, ApiError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    value
+        .map(|v| v.parse::<T>().map_err(|e| ApiError::invalid(format!("`{name}`: {e}"))))
+        .transpose()
+}
+
+impl SearchBody {
+    fn into_request(self, limits: &crate::Limits) -> Result<SearchRequest, ApiError> {
+        if self.query.trim().is_empty() {
+            return Err(ApiError::invalid("`query` is empty"));
+        }
+        if self.query.len() > limits.max_query_bytes {
+            return Err(ApiError::invalid(format!(
+                "`query` is {} bytes; the limit is {}",
+                self.query.len(),
+                limits.max_query_bytes
+            )));
+        }
+        let mut strategy: Strategy = match &self.strategy {
+            Some(spec) => spec.parse().map_err(|e: ckeep_engine::Error| ApiError::from(e))?,
+            None => Strategy::default(),
+        };
+        if let Some(k) = self.k {
+            strategy.k = usize::try_from(k).unwrap_or(usize::MAX);
+        }
+        if strategy.k == 0 || strategy.k > limits.max_k {
+            return Err(ApiError::invalid(format!("`k` must be 1 to {}", limits.max_k)));
+        }
+        if let Some(mode) = field("mode", self.mode.as_deref())? {
+            strategy.mode = mode;
+        }
+        if let Some(level) = field("level", self.level.as_deref())? {
+            strategy.level = level;
+        }
+        if let Some(agg) = field("agg", self.agg.as_deref())? {
+            strategy.agg = agg;
+        }
+        if let Some(expand) = field("expand", self.expand.as_deref())? {
+            strategy.expand = expand;
+        }
+        if let Some(s) = field("summarizer", self.summarizer.as_deref())? {
+            strategy.summarizer = Some(s);
+        }
+        if let Some(list) = &self.repr {
+            strategy.repr = ckeep_engine::parse_representations(list)
+                .map_err(|e| ApiError::invalid(format!("`repr`: {e}")))?;
+        }
+        if let Some(exact) = self.exact {
+            strategy.exact = exact;
+        }
+        Ok(SearchRequest {
+            query: self.query,
+            strategy,
+            explain: self.explain,
+            filter: self.filter,
+        })
+    }
+}
+
+/// `POST /search`.
+pub(crate) async fn search(
+    State(state): State<Arc<AppState>>,
+    JsonBody(body): JsonBody<SearchBody>,
+) -> Result<Json<SearchResponse>, ApiError> {
+    let req = body.into_request(&state.config.limits)?;
+    let res = state.workers.read(move |e| Ok(e.search(&req)?)).await?;
+    Ok(Json(res))
+}
+
+/// `POST /similar`: two texts compared by the mean of their top-k most similar chunk pairs,
+/// with the server's model.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SimilarBody {
+    a: String,
+    b: String,
+    #[serde(default)]
+    chunker: Option<String>,
+    #[serde(default)]
+    top_k: Option<usize>,
+    #[serde(default)]
+    threshold: Option<f64>,
+    #[serde(default)]
+    explain: bool,
+}
+
+/// Most chunk pairs averaged.
+const MAX_TOP_K: usize = 10_000;
+
+/// `POST /similar`.
+pub(crate) async fn similar(
+    State(state): State<Arc<AppState>>,
+    JsonBody(body): JsonBody<SimilarBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Some(model) = state.embedder.clone() else {
+        return Err(ApiError::invalid(
+            "pair similarity needs an embedding model; start the server with --model",
+        ));
+    };
+    for (name, text) in [("a", &body.a), ("b", &body.b)] {
+        if text.trim().is_empty() {
+            return Err(ApiError::invalid(format!("`{name}` is empty")));
+        }
+    }
+    let chunker = body.chunker.as_deref().unwrap_or("words:dynamic");
+    let chunker = chunker
+        .parse()
+        .map_err(|e: ckeep_text::Error| ApiError::invalid(format!("`chunker`: {e}")))?;
+    let top_k = body.top_k.unwrap_or(ckeep_engine::DEFAULT_TOP_K);
+    if top_k == 0 || top_k > MAX_TOP_K {
+        return Err(ApiError::invalid(format!("`top_k` must be 1 to {MAX_TOP_K}")));
+    }
+    let threshold = body.threshold.unwrap_or(ckeep_engine::DEFAULT_THRESHOLD);
+    if !(-1.0..=1.0).contains(&threshold) {
+        return Err(ApiError::invalid("`threshold` must be between -1 and 1"));
+    }
+    let scorer = PairScorer::new(model, chunker, top_k)?;
+    let value = state
+        .workers
+        .read(move |_| Ok(scorer.report(&body.a, &body.b, threshold, body.explain)?))
+        .await?;
+    Ok(Json(value))
+}

@@ -1,0 +1,207 @@
+//! Where engine work runs: a pool of reader engines (one `SQLite` connection each, sharing
+//! loaded vectors) and one writer, all on blocking threads, behind bounded queues.
+//!
+//! Every search reads inside one snapshot, and every ingest batch is one transaction, so a read
+//! sees a document whole or not at all. A job that has started runs to its end even when the
+//! request times out or the client goes away: a write the server began is committed, and the
+//! reader slot is given back only when the work is done, so load stays bounded.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use ckeep_engine::Engine;
+use ckeep_store::SqliteStore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::ApiError;
+
+/// The engine every job runs on.
+pub type StoreEngine = Engine<SqliteStore>;
+
+/// The reader pool and the writer.
+#[derive(Debug)]
+pub struct Workers {
+    idle_readers: Arc<Mutex<Vec<StoreEngine>>>,
+    read_slots: Arc<Semaphore>,
+    writer: Arc<Mutex<StoreEngine>>,
+    write_slot: Arc<Semaphore>,
+    /// How long a request may wait for a free slot before it is turned away (503 overloaded).
+    queue_timeout: Duration,
+    /// How long a read may take before its answer is given up (503 timeout).
+    read_timeout: Duration,
+}
+
+impl Workers {
+    /// `readers` engines beside `writer`.
+    pub fn new(
+        writer: StoreEngine,
+        readers: Vec<StoreEngine>,
+        queue_timeout: Duration,
+        read_timeout: Duration,
+    ) -> Self {
+        Self {
+            read_slots: Arc::new(Semaphore::new(readers.len())),
+            idle_readers: Arc::new(Mutex::new(readers)),
+            writer: Arc::new(Mutex::new(writer)),
+            write_slot: Arc::new(Semaphore::new(1)),
+            queue_timeout,
+            read_timeout,
+        }
+    }
+
+    async fn slot(&self, slots: &Arc<Semaphore>) -> Result<OwnedSemaphorePermit, ApiError> {
+        match tokio::time::timeout(self.queue_timeout, Arc::clone(slots).acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => Err(ApiError::new("shutting_down", "the server is shutting down")),
+            Err(_) => Err(ApiError::new(
+                "overloaded",
+                format!(
+                    "every worker stayed busy for {} ms; retry later",
+                    self.queue_timeout.as_millis()
+                ),
+            )),
+        }
+    }
+
+    /// Runs `job` on an idle reader, answering 503 timeout if it takes too long.
+    pub async fn read<T, F>(&self, job: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&StoreEngine) -> Result<T, ApiError> + Send + 'static,
+    {
+        self.read_within(Some(self.read_timeout), job).await
+    }
+
+    /// Runs `job` on an idle reader for as long as it takes (building the vector index).
+    pub async fn read_untimed<T, F>(&self, job: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&StoreEngine) -> Result<T, ApiError> + Send + 'static,
+    {
+        self.read_within(None, job).await
+    }
+
+    async fn read_within<T, F>(&self, timeout: Option<Duration>, job: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&StoreEngine) -> Result<T, ApiError> + Send + 'static,
+    {
+        let permit = self.slot(&self.read_slots).await?;
+        let idle = Arc::clone(&self.idle_readers);
+        let task = tokio::task::spawn_blocking(move || {
+            let engine = idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+            let Some(engine) = engine else {
+                return Err(ApiError::internal("a read slot without an idle reader"));
+            };
+            let out = job(&engine);
+            idle.lock().unwrap_or_else(PoisonError::into_inner).push(engine);
+            drop(permit);
+            out
+        });
+        let joined = match timeout {
+            Some(t) => tokio::time::timeout(t, task).await.map_err(|_| {
+                ApiError::new(
+                    "timeout",
+                    format!("the request took longer than {} ms", t.as_millis()),
+                )
+            })?,
+            None => task.await,
+        };
+        joined.map_err(|e| ApiError::internal(format!("a read failed: {e}")))?
+    }
+
+    /// Runs `job` on the writer, once the writes before it are done. Not timed out: a write
+    /// that started is finished and committed.
+    pub async fn write<T, F>(&self, job: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut StoreEngine) -> Result<T, ApiError> + Send + 'static,
+    {
+        let permit = self.slot(&self.write_slot).await?;
+        let writer = Arc::clone(&self.writer);
+        tokio::task::spawn_blocking(move || {
+            let mut engine = writer.lock().unwrap_or_else(PoisonError::into_inner);
+            let out = job(&mut engine);
+            drop(permit);
+            out
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("a write failed: {e}")))?
+    }
+
+    /// Waits until no write is running and closes the queues: what shutdown calls, so every
+    /// write a client was promised is committed before the process exits.
+    pub async fn drain(&self) {
+        if let Ok(permit) = self.write_slot.acquire().await {
+            permit.forget();
+        }
+        self.write_slot.close();
+        self.read_slots.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine(dir: &std::path::Path) -> StoreEngine {
+        Engine::new(SqliteStore::open_or_create(dir).unwrap())
+    }
+
+    /// One reader, held by a job that waits on `release`.
+    async fn busy(workers: &Arc<Workers>) -> std::sync::mpsc::Sender<()> {
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let (started, running) = tokio::sync::oneshot::channel();
+        let w = Arc::clone(workers);
+        tokio::spawn(async move {
+            w.read(move |_| {
+                let _ = started.send(());
+                let _ = wait.recv();
+                Ok(())
+            })
+            .await
+        });
+        running.await.unwrap();
+        release
+    }
+
+    #[tokio::test]
+    async fn a_full_pool_turns_requests_away_and_a_slow_read_times_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = engine(dir.path());
+        let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
+        let workers = Arc::new(Workers::new(
+            writer,
+            vec![reader],
+            Duration::from_millis(50),
+            Duration::from_millis(200),
+        ));
+        let release = busy(&workers).await;
+        let err = workers.read(|_| Ok(())).await.unwrap_err();
+        assert_eq!(err.code, "overloaded");
+        assert_eq!(err.status.as_u16(), 503);
+        release.send(()).unwrap();
+        // The slot comes back once the job ends.
+        workers.read(|_| Ok(())).await.unwrap();
+        let err = workers
+            .read(|_| {
+                std::thread::sleep(Duration::from_millis(400));
+                Ok(())
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, "timeout");
+        // Writes are never timed out.
+        let n = workers
+            .write(|_| {
+                std::thread::sleep(Duration::from_millis(300));
+                Ok(7)
+            })
+            .await
+            .unwrap();
+        assert_eq!(n, 7);
+        workers.drain().await;
+        assert_eq!(workers.read(|_| Ok(())).await.unwrap_err().code, "shutting_down");
+        assert_eq!(workers.write(|_| Ok(())).await.unwrap_err().code, "shutting_down");
+    }
+}

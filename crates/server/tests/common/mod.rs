@@ -1,0 +1,120 @@
+//! Shared set-up: a store served by the real router with the real all-MiniLM-L6-v2 and SciFact
+//! abstracts from `../shared/data`.
+#![allow(dead_code, clippy::missing_panics_doc)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use ckeep_embed::Embedder;
+use ckeep_server::{AppState, ServerConfig};
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("CKEEP_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        PathBuf::from,
+    )
+}
+
+/// The model, loaded once per test binary.
+pub fn minilm() -> Arc<dyn Embedder> {
+    static MODEL: OnceLock<Arc<dyn Embedder>> = OnceLock::new();
+    Arc::clone(MODEL.get_or_init(|| {
+        ckeep_embed::load("all-MiniLM-L6-v2").expect("ckeep model pull all-MiniLM-L6-v2")
+    }))
+}
+
+/// The first `n` SciFact abstracts as API documents, with a `year` metadata field alternating
+/// 2020/2021 so filters have something to select.
+pub fn scifact(n: usize) -> Vec<serde_json::Value> {
+    let corpus = std::fs::read_to_string(data_dir().join("beir_scifact/corpus.jsonl")).unwrap();
+    corpus
+        .lines()
+        .take(n)
+        .enumerate()
+        .map(|(i, line)| {
+            let d: serde_json::Value = serde_json::from_str(line).unwrap();
+            serde_json::json!({
+                "id": d["_id"],
+                "title": d["title"],
+                "text": d["text"],
+                "metadata": {"year": 2020 + (i % 2), "corpus": "scifact"},
+            })
+        })
+        .collect()
+}
+
+/// A server over a fresh store in a temporary directory.
+pub struct TestServer {
+    pub state: Arc<AppState>,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub fn new(config: ServerConfig) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let state = AppState::open(&dir.path().join("store"), Some(minilm()), config).unwrap();
+        Self { state, dir }
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.dir.path().join("store")
+    }
+
+    /// Sends one request through the router; returns status and JSON body (or `Null`).
+    pub async fn call(&self, req: Request<Body>) -> (StatusCode, serde_json::Value) {
+        let res = ckeep_server::router(Arc::clone(&self.state)).oneshot(req).await.unwrap();
+        let status = res.status();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        let json = if bytes.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                panic!("{status}: not JSON ({e}): {}", String::from_utf8_lossy(&bytes))
+            })
+        };
+        (status, json)
+    }
+
+    pub async fn get(&self, uri: &str) -> (StatusCode, serde_json::Value) {
+        self.call(Request::get(uri).body(Body::empty()).unwrap()).await
+    }
+
+    pub async fn send(
+        &self,
+        method: &str,
+        uri: &str,
+        body: impl Into<Body>,
+    ) -> (StatusCode, serde_json::Value) {
+        let req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", "application/json")
+            .body(body.into())
+            .unwrap();
+        self.call(req).await
+    }
+
+    pub async fn post(
+        &self,
+        uri: &str,
+        body: &serde_json::Value,
+    ) -> (StatusCode, serde_json::Value) {
+        self.send("POST", uri, body.to_string()).await
+    }
+}
+
+/// Asserts an error answer: status, code and a message.
+#[track_caller]
+pub fn assert_error(got: &(StatusCode, serde_json::Value), status: u16, code: &str) {
+    assert_eq!(got.0.as_u16(), status, "{}", got.1);
+    assert_eq!(got.1["error"]["code"], code, "{}", got.1);
+    assert!(
+        got.1["error"]["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "a message: {}",
+        got.1
+    );
+}

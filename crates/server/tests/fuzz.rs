@@ -1,0 +1,158 @@
+//! Random bodies, paths and queries against the real router: whatever arrives, the answer is a
+//! JSON error with a code and a 4xx status, or a success; never a 5xx, never a crash, and the
+//! store stays consistent.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use axum::body::Body;
+use axum::http::Request;
+use ckeep_server::ServerConfig;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use common::{TestServer, scifact};
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap())
+}
+
+fn server() -> &'static TestServer {
+    static SERVER: OnceLock<TestServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        runtime().block_on(async {
+            let server = TestServer::new(ServerConfig::default());
+            let (status, _) = server
+                .post("/documents", &json!({"documents": scifact(10), "chunker": "sentences"}))
+                .await;
+            assert_eq!(status, 200);
+            server
+        })
+    })
+}
+
+/// Any JSON value, a few levels deep.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        ".{0,40}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+            prop::collection::btree_map(field_name(), inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Field names: the real ones (so bodies get past the first check) and random ones.
+fn field_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "query",
+            "k",
+            "mode",
+            "level",
+            "agg",
+            "expand",
+            "repr",
+            "summarizer",
+            "strategy",
+            "exact",
+            "explain",
+            "filter",
+            "documents",
+            "id",
+            "text",
+            "title",
+            "metadata",
+            "chunker",
+            "a",
+            "b",
+            "top_k",
+            "threshold",
+        ])
+        .prop_map(str::to_string),
+        "[a-z_]{1,8}",
+    ]
+}
+
+/// A body: random bytes, or random JSON.
+fn body() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..300),
+        json_value().prop_map(|v| v.to_string().into_bytes()),
+        // Objects with the real fields and random values.
+        prop::collection::btree_map(field_name(), json_value(), 1..5).prop_map(|m| Value::Object(
+            m.into_iter().collect()
+        )
+        .to_string()
+        .into_bytes()),
+    ]
+}
+
+fn check(status: u16, bytes: &[u8], what: &str) -> Result<(), TestCaseError> {
+    prop_assert!(status < 500, "{what}: {status} {}", String::from_utf8_lossy(bytes));
+    if status >= 400 {
+        let v: Value = serde_json::from_slice(bytes)
+            .map_err(|e| TestCaseError::fail(format!("{what}: error is not JSON: {e}")))?;
+        prop_assert!(v["error"]["code"].is_string(), "{what}: {v}");
+    }
+    Ok(())
+}
+
+async fn send(server: &TestServer, method: &str, uri: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap();
+    let res =
+        ckeep_server::router(std::sync::Arc::clone(&server.state)).oneshot(req).await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.into_body().collect().await.unwrap().to_bytes().to_vec())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_bodies_get_4xx_or_success(
+        route in prop::sample::select(vec![
+            ("POST", "/search"), ("POST", "/documents"), ("POST", "/similar"),
+            ("PUT", "/documents/fuzz"),
+        ]),
+        body in body(),
+    ) {
+        let (status, bytes) = runtime().block_on(send(server(), route.0, route.1, body));
+        check(status, &bytes, &format!("{} {}", route.0, route.1))?;
+    }
+
+    #[test]
+    fn random_paths_and_query_strings_get_4xx_or_success(
+        path in "[a-zA-Z0-9/%._~-]{0,30}",
+        query in "[a-z0-9=&,%-]{0,30}",
+        method in prop::sample::select(vec!["GET", "DELETE", "POST", "PATCH"]),
+    ) {
+        let uri = format!("/documents/{path}?{query}");
+        if let Ok(uri) = uri.parse::<axum::http::Uri>() {
+            let (status, bytes) = runtime().block_on(send(server(), method, &uri.to_string(), Vec::new()));
+            check(status, &bytes, &uri.to_string())?;
+        }
+    }
+}
+
+#[test]
+fn the_store_is_consistent_after_the_fuzzing() {
+    let store = ckeep_store::SqliteStore::open(&server().store()).unwrap();
+    assert!(ckeep_store::StoreRead::check(&store).unwrap().is_ok());
+}
