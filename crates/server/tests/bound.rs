@@ -54,15 +54,15 @@ fn call(
 ) -> (u16, serde_json::Value) {
     let auth = token.map(|t| format!("Bearer {t}"));
     let mut res = match (method, body) {
-        ("GET", _) => {
-            let mut r = agent.get(url);
+        ("GET" | "DELETE", _) => {
+            let mut r = if method == "GET" { agent.get(url) } else { agent.delete(url) };
             if let Some(a) = &auth {
                 r = r.header("authorization", a);
             }
             r.call()
         }
         (_, Some(b)) => {
-            let mut r = agent.post(url);
+            let mut r = if method == "PUT" { agent.put(url) } else { agent.post(url) };
             if let Some(a) = &auth {
                 r = r.header("authorization", a);
             }
@@ -104,29 +104,6 @@ async fn readers_run_beside_a_writer_and_see_whole_documents() {
     })
     .await;
     assert_eq!(status, 200, "{added}");
-
-    // Over the wire: no token, a body over the limit, health without a token.
-    let b = base.clone();
-    blocking(move || {
-        let a = agent();
-        let (s, e) = call(&a, "GET", &format!("{b}/stats"), None, None);
-        assert_eq!((s, e["error"]["code"].as_str()), (401, Some("unauthorized")));
-        // A body announced larger than the limit is refused before it is read.
-        let head = format!(
-            "POST /documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{{",
-            2 << 20
-        );
-        let mut tcp = std::net::TcpStream::connect(b.trim_start_matches("http://")).unwrap();
-        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        std::io::Write::write_all(&mut tcp, head.as_bytes()).unwrap();
-        let mut answer = String::new();
-        let _ = std::io::Read::read_to_string(&mut tcp, &mut answer);
-        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
-        assert!(answer.contains("body_too_large"), "{answer}");
-        assert_eq!(call(&a, "GET", &format!("{b}/health"), None, None).0, 200);
-    })
-    .await;
 
     // Eight readers query while the writer adds the other 40 documents one by one. Every read
     // succeeds, and every document a result names is whole: its text is the stored one.
@@ -214,4 +191,83 @@ async fn shutdown_lets_the_write_in_flight_commit() {
     let b = base.clone();
     let refused = blocking(move || agent().get(format!("{b}/health")).call().is_err()).await;
     assert!(refused, "no longer listening");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_endpoint_answers_over_the_wire() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits { max_body_bytes: 1 << 20, ..Limits::default() };
+    let config = ServerConfig { token: Some("tok".into()), limits, ..ServerConfig::default() };
+    let state = AppState::open(&dir.path().join("store"), Some(minilm()), config).unwrap();
+    let server = start(state).await;
+    let b = server.base.clone();
+    let docs = json!({"documents": scifact(20)});
+    let (status, added) = blocking({
+        let b = b.clone();
+        move || call(&agent(), "POST", &format!("{b}/documents"), Some("tok"), Some(&docs))
+    })
+    .await;
+    assert_eq!(status, 200, "{added}");
+    // Over the wire: no token, a body over the limit, health without a token.
+    blocking(move || {
+        let a = agent();
+        let (s, e) = call(&a, "GET", &format!("{b}/stats"), None, None);
+        assert_eq!((s, e["error"]["code"].as_str()), (401, Some("unauthorized")));
+        // A body announced larger than the limit is refused before it is read.
+        let head = format!(
+            "POST /documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{{",
+            2 << 20
+        );
+        let mut tcp = std::net::TcpStream::connect(b.trim_start_matches("http://")).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        std::io::Write::write_all(&mut tcp, head.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = std::io::Read::read_to_string(&mut tcp, &mut answer);
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+        assert!(answer.contains("body_too_large"), "{answer}");
+        assert_eq!(call(&a, "GET", &format!("{b}/health"), None, None).0, 200);
+        // Every other endpoint over the wire, and the caller's mistakes.
+        let t = Some("tok");
+        let (s, spec) = call(&a, "GET", &format!("{b}/openapi.json"), None, None);
+        assert_eq!((s, spec["openapi"].as_str()), (200, Some("3.1.0")));
+        let put = json!({"text": "Tardigrades survive vacuum.", "metadata": {"t": 1}});
+        assert_eq!(call(&a, "PUT", &format!("{b}/documents/x/y"), t, Some(&put)).0, 200);
+        let (s, got) = call(&a, "GET", &format!("{b}/documents/x/y?spans=0-11"), t, None);
+        assert_eq!((s, got["spans"][0]["text"].as_str()), (200, Some("Tardigrades")));
+        let (s, list) = call(&a, "GET", &format!("{b}/documents?limit=1"), t, None);
+        assert_eq!((s, list["total"].as_u64()), (200, Some(21)));
+        let pair =
+            json!({"a": "Tardigrades survive vacuum.", "b": "Water bears live through space."});
+        let (s, sim) = call(&a, "POST", &format!("{b}/similar"), t, Some(&pair));
+        assert!(s == 200 && sim["chunk_pair"].as_f64().unwrap() > 0.3, "{sim}");
+        assert_eq!(call(&a, "DELETE", &format!("{b}/documents/x/y"), t, None).0, 204);
+        let code =
+            |(s, e): (u16, serde_json::Value)| (s, e["error"]["code"].as_str().map(str::to_string));
+        let e = code(call(&a, "DELETE", &format!("{b}/documents/x/y"), t, None));
+        assert_eq!(e, (404, Some("not_found".into())));
+        let e = code(call(&a, "GET", &format!("{b}/search"), t, None));
+        assert_eq!(e, (405, Some("method_not_allowed".into())));
+        let e =
+            code(call(&a, "POST", &format!("{b}/search"), t, Some(&json!({"query": "x", "k": 0}))));
+        assert_eq!(e, (422, Some("invalid_parameter".into())));
+        let mut res = a
+            .post(format!("{b}/search"))
+            .header("authorization", "Bearer tok")
+            .header("content-type", "application/json")
+            .send("{\"query\": ")
+            .unwrap();
+        assert_eq!(res.status(), 400);
+        assert!(res.body_mut().read_to_string().unwrap().contains("invalid_json"));
+        let res = a
+            .post(format!("{b}/search"))
+            .header("authorization", "Bearer tok")
+            .header("content-type", "text/plain")
+            .send("query")
+            .unwrap();
+        assert_eq!(res.status(), 415);
+    })
+    .await;
+
+    server.shutdown().await;
 }
