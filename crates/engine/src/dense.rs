@@ -8,11 +8,11 @@ use std::collections::HashSet;
 use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_embed::{Embedder, InputKind};
 use ckeep_index::{Hnsw, HnswParams, dot_all, top_k};
-use ckeep_store::{Manifest, StoreRead, StoreWrite, VectorMatrix};
+use ckeep_store::{Manifest, ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
 use rayon::prelude::*;
 
 use crate::represent::{Representation, Resolved, Source};
-use crate::{Engine, Error, LoadedMatrix, PLAIN_REPR, Result, Snapshot};
+use crate::{Engine, Error, LoadedMatrix, PLAIN_REPR, Result};
 
 /// Collections with at least this many vectors are searched through the HNSW graph (unless the
 /// strategy says `exact`); below it an exact scan is fast enough and always right.
@@ -105,7 +105,7 @@ impl<S: StoreRead> Engine<S> {
         let graph = (!exact && m.len() >= ANN_MIN_VECTORS)
             .then(|| self.graph(&repr.key, &m, generation))
             .flatten();
-        let hits: Vec<ChunkHit> = if let Some(graph) = graph {
+        let mut hits: Vec<ChunkHit> = if let Some(graph) = graph {
             graph
                 .search(&m.data, q, candidates, ANN_EF.max(candidates))
                 .into_iter()
@@ -122,7 +122,6 @@ impl<S: StoreRead> Engine<S> {
                 .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
                 .collect()
         };
-        let mut hits = hits;
         if let Some(allowed) = allowed {
             hits.retain(|h| allowed.contains(&h.doc));
         }
@@ -172,7 +171,7 @@ impl<S: StoreRead> Engine<S> {
     /// checked against the store, see [`Engine::live_hits`]).
     pub(crate) fn matrix(&self, repr: &Resolved) -> Result<(Arc<VectorMatrix>, u64, bool)> {
         // The generation and the vectors from one snapshot.
-        let _snapshot = Snapshot::begin(&self.store)?;
+        let _snapshot = ReadSnapshot::begin(&self.store)?;
         let current = self.store.generation()?;
         let cached = || {
             let caches = self.caches.read().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -180,15 +179,14 @@ impl<S: StoreRead> Engine<S> {
         };
         // Reuse: current; or newer than this (old) snapshot; or within the refresh interval,
         // or while another query reloads.
-        let reusable = |l: &LoadedMatrix, loading: bool| {
+        let reusable = |l: &LoadedMatrix| {
             l.generation >= current
-                || self.refresh_interval.is_some_and(|i| loading || l.at.elapsed() < i)
+                || self
+                    .refresh_interval
+                    .is_some_and(|i| l.at.elapsed() < i || self.loading.try_lock().is_err())
         };
-        if let Some(l) = cached() {
-            let loading = self.loading.try_lock().is_err();
-            if reusable(&l, loading) {
-                return Ok((l.matrix, l.generation, l.generation != current));
-            }
+        if let Some(l) = cached().filter(reusable) {
+            return Ok((l.matrix, l.generation, l.generation != current));
         }
         let _loading = self.loading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(l) = cached().filter(|l| l.generation >= current) {

@@ -145,26 +145,6 @@ pub struct Engine<S> {
     generation_cache: Option<std::path::PathBuf>,
 }
 
-/// A read snapshot of the store for the length of one search (or one load of vectors): a writer
-/// committing meanwhile cannot make the chunks scored and the texts returned disagree. Inside
-/// another snapshot it does nothing.
-pub(crate) struct Snapshot<'a, S: ckeep_store::StoreRead>(&'a S, bool);
-
-impl<'a, S: ckeep_store::StoreRead> Snapshot<'a, S> {
-    pub(crate) fn begin(store: &'a S) -> Result<Self> {
-        Ok(Self(store, store.begin_read()?))
-    }
-}
-
-impl<S: ckeep_store::StoreRead> Drop for Snapshot<'_, S> {
-    fn drop(&mut self) {
-        if self.1 {
-            // A read-only transaction: ending it cannot lose anything.
-            let _ = self.0.end_read();
-        }
-    }
-}
-
 /// Vectors and graphs loaded from the store, each with the store generation it was read at.
 #[derive(Debug, Default)]
 struct Caches {

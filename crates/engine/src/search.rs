@@ -2,7 +2,7 @@
 //! from the store → explain.
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey, Span};
-use ckeep_store::MetadataFilter;
+use ckeep_store::{MetadataFilter, ReadSnapshot};
 use std::collections::{HashMap, HashSet};
 
 use ckeep_index::{DocHit, FusedParts, TermExplanation, top_k};
@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::expand::Context;
 use crate::represent::Resolved;
-use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Snapshot, Strategy};
+use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Strategy};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 16 * 1024;
@@ -191,7 +191,7 @@ impl<S: StoreRead> Engine<S> {
     /// Runs a search.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
         let strategy = self.checked_strategy(req)?;
-        let _snapshot = Snapshot::begin(&self.store)?;
+        let _snapshot = ReadSnapshot::begin(&self.store)?;
         let manifest = self.store.manifest()?;
         let allowed: Option<HashSet<DocKey>> = match &req.filter {
             Some(f) => Some(self.store.doc_keys_where(f)?.into_iter().collect()),

@@ -139,6 +139,28 @@ pub trait StoreRead {
     fn end_read(&self) -> Result<()>;
 }
 
+/// A read snapshot held for as long as the guard lives (see [`StoreRead::begin_read`]): a
+/// writer committing meanwhile cannot make the reads inside disagree. Inside another snapshot
+/// it does nothing.
+#[derive(Debug)]
+pub struct ReadSnapshot<'a, S: StoreRead + ?Sized>(&'a S, bool);
+
+impl<'a, S: StoreRead + ?Sized> ReadSnapshot<'a, S> {
+    /// Starts a snapshot on `store`, unless one is open already.
+    pub fn begin(store: &'a S) -> Result<Self> {
+        Ok(Self(store, store.begin_read()?))
+    }
+}
+
+impl<S: StoreRead + ?Sized> Drop for ReadSnapshot<'_, S> {
+    fn drop(&mut self) {
+        if self.1 {
+            // A read-only transaction: ending it cannot lose anything.
+            let _ = self.0.end_read();
+        }
+    }
+}
+
 /// Writing to a store. Every method is atomic: it fully happens or not at all.
 pub trait StoreWrite: StoreRead {
     /// Replaces the manifest.

@@ -7,7 +7,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use ckeep_core::{Document, Span};
-use ckeep_store::{StoreRead, StoreWrite};
+use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite};
 use ckeep_text::ChunkerSpec;
 use serde::{Deserialize, Serialize};
 
@@ -219,16 +219,12 @@ pub(crate) async fn get(
         .read(move |e| {
             let store = e.store();
             // One snapshot, so the chunks belong to the text returned.
-            let began = store.begin_read()?;
-            let doc = store.document(&id);
-            let chunks = if options.chunks { store.chunks_of(&id) } else { Ok(Vec::new()) };
-            if began {
-                store.end_read()?;
-            }
-            let doc = doc?.ok_or_else(|| {
+            let _snapshot = ReadSnapshot::begin(store)?;
+            let doc = store.document(&id)?.ok_or_else(|| {
                 ApiError::new("not_found", format!("no document `{id}` in the store"))
             })?;
-            Ok((doc, options.chunks.then_some(chunks?)))
+            let chunks = if options.chunks { Some(store.chunks_of(&id)?) } else { None };
+            Ok((doc, chunks))
         })
         .await?;
     let text = &doc.document.text;
