@@ -5,6 +5,9 @@
 #   scripts/pg.sh start DIR   # initdb DIR if new, start, print the connection URL
 #   scripts/pg.sh url DIR     # the URL of the server running on DIR
 #   scripts/pg.sh stop DIR    # fast shutdown
+#   scripts/pg.sh crash DIR   # immediate shutdown, as in a crash (recovery on the next start)
+#
+# A restarted server keeps its port.
 #
 # PostgreSQL refuses to run as root; as root the server runs as `nobody` (DIR is given to it, so
 # DIR and the venv must be where `nobody` can reach, e.g. under /tmp, not under /root).
@@ -13,7 +16,7 @@ set -euo pipefail
 cmd="${1:-}"
 dir="${2:-}"
 if [ -z "$cmd" ] || [ -z "$dir" ]; then
-  sed -n '2,9p' "$0" >&2
+  sed -n '2,14p' "$0" >&2
   exit 2
 fi
 version="18.6.3"
@@ -49,10 +52,14 @@ case "$cmd" in
     if [ ! -f "$dir/PG_VERSION" ]; then
       as_owner "$pg/bin/initdb" -D "$dir" -U ckeep --auth=trust -E UTF8 --no-instructions > "$dir.initdb.log"
     fi
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    if [ -f "$dir/ckeep.port" ]; then
+      port="$(cat "$dir/ckeep.port")"
+    else
+      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    fi
     as_owner "$pg/bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w \
       -o "-p $port -k $dir -c listen_addresses=127.0.0.1" start > /dev/null
-    echo "$port" > "$dir/ckeep.port"
+    echo "$port" > "$dir/ckeep.port" 2>/dev/null || as_owner sh -c "echo $port > '$dir/ckeep.port'"
     echo "postgres://ckeep@127.0.0.1:$port/postgres"
     ;;
   url)
@@ -62,8 +69,12 @@ case "$cmd" in
     pg="$(pginstall)"
     as_owner "$pg/bin/pg_ctl" -D "$dir" -m fast -w stop > /dev/null
     ;;
+  crash)
+    pg="$(pginstall)"
+    as_owner "$pg/bin/pg_ctl" -D "$dir" -m immediate -w stop > /dev/null
+    ;;
   *)
-    echo "unknown command $cmd (start, url, stop)" >&2
+    echo "unknown command $cmd (start, url, stop, crash)" >&2
     exit 2
     ;;
 esac

@@ -6,6 +6,9 @@
 //!   `testing`) is the one test suite each implementation runs.
 //! - [`SqliteStore`]: the embedded default — one `SQLite` file in WAL mode, one transaction per
 //!   batch of documents, so a crash leaves every document fully present or absent.
+//! - [`PgStore`]: PostgreSQL + pgvector for collections that outgrow one machine: the same
+//!   tables and semantics, vector search by HNSW inside the database ([`StoreRead::nearest`]).
+//! - [`open`] / [`open_or_create`]: either, by location (a directory or a `postgres://` URL).
 //! - [`DocumentWrite`]: everything about one document, written atomically.
 //!
 //! ```
@@ -19,11 +22,18 @@
 //! assert_eq!(store.document("a").unwrap().unwrap().document.text, "Hello world");
 //! ```
 
+mod any;
 #[cfg(feature = "testing")]
 pub mod contract;
+mod pg;
+mod rules;
 mod sqlite;
+#[cfg(feature = "testing")]
+pub mod test_postgres;
 mod types;
 
+pub use any::{DynStore, open, open_or_create};
+pub use pg::PgStore;
 pub use sqlite::SqliteStore;
 pub use types::*;
 
@@ -72,6 +82,13 @@ pub enum Error {
     /// The database failed (ours or the machine's: disk full, I/O error, lock timeout).
     #[error("database error: {0}")]
     Database(#[from] rusqlite::Error),
+    /// The PostgreSQL server failed or could not be reached (the machine's, or a wrong URL);
+    /// a write in progress was rolled back.
+    #[error("PostgreSQL: {}", postgres_message(.0))]
+    Postgres(#[from] ::postgres::Error),
+    /// A document key that the store does not have (a stale key held by the caller).
+    #[error("no document has key {0}")]
+    UnknownKey(i64),
     /// Files around the database failed (the machine's).
     #[error("{path}: {source}")]
     Io {
@@ -80,6 +97,15 @@ pub enum Error {
         /// The OS error.
         source: std::io::Error,
     },
+}
+
+/// A PostgreSQL error in words: the server's message when it sent one, else the client's
+/// (with its cause, such as "connection refused").
+fn postgres_message(e: &::postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => e.to_string(),
+    }
 }
 
 /// Store results.
@@ -137,6 +163,22 @@ pub trait StoreRead {
     fn begin_read(&self) -> Result<bool>;
     /// Ends the snapshot [`StoreRead::begin_read`] started.
     fn end_read(&self) -> Result<()>;
+    /// The `k` chunks nearest to the normalised `query` under stored representation `repr`,
+    /// found by the store's own vector index (or, when `exact`, by a full scan inside the
+    /// database), only of `docs` when given; with their vectors, so the caller scores them
+    /// exactly as it scores its own scan. `None` when the store has no vector search of its
+    /// own: the caller then loads the vectors and searches them itself.
+    fn nearest(
+        &self,
+        repr: &str,
+        query: &[f32],
+        k: usize,
+        exact: bool,
+        docs: Option<&[ckeep_core::DocKey]>,
+    ) -> Result<Option<VectorMatrix>> {
+        let _ = (repr, query, k, exact, docs);
+        Ok(None)
+    }
 }
 
 /// A read snapshot held for as long as the guard lives (see [`StoreRead::begin_read`]): a

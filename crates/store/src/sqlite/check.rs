@@ -1,15 +1,11 @@
 //! `ckeep check` for the `SQLite` store: `SQLite`'s own integrity check, then every invariant the
 //! rest of the system relies on, each problem reported in words.
 
-use std::collections::HashMap;
-
 use ckeep_core::Span;
 use rusqlite::Connection;
 
+use crate::rules::{ChunkRow, cap_problems, check_chunk_tree};
 use crate::{CheckReport, Result};
-
-/// At most this many problems are listed; the count of the rest is reported.
-const MAX_LISTED: usize = 50;
 
 pub(super) fn run(conn: &Connection) -> Result<CheckReport> {
     let mut report = CheckReport::default();
@@ -39,18 +35,11 @@ pub(super) fn run(conn: &Connection) -> Result<CheckReport> {
             problems.push(format!("{n} {what}"));
         }
     }
-    let listed = problems.len().min(MAX_LISTED);
-    if problems.len() > listed {
-        let rest = problems.len() - listed;
-        problems.truncate(listed);
-        problems.push(format!("… and {rest} more"));
-    }
-    report.problems = problems;
+    report.problems = cap_problems(problems);
     Ok(report)
 }
 
-/// Spans inside their documents and on char boundaries; ordinals contiguous; parents present,
-/// earlier, one level up and containing their children; leaf flags consistent.
+/// Reads each document's chunk tree and checks it.
 fn check_chunks(
     conn: &Connection,
     report: &mut CheckReport,
@@ -62,7 +51,7 @@ fn check_chunks(
     while let Some(row) = rows.next()? {
         let (key, id, text): (i64, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
         report.documents += 1;
-        let list: Vec<(u32, u16, Option<u32>, bool, Span)> = chunks
+        let list: Vec<ChunkRow> = chunks
             .query_map([key], |r| {
                 Ok((
                     r.get(0)?,
@@ -74,49 +63,7 @@ fn check_chunks(
             })?
             .collect::<Result<_, _>>()?;
         report.chunks += list.len() as u64;
-        let mut has_children: HashMap<u32, bool> = HashMap::new();
-        for (i, (ordinal, depth, parent, _, span)) in list.iter().enumerate() {
-            let at = format!("document `{id}` chunk {ordinal}");
-            if *ordinal as usize != i {
-                problems.push(format!("{at}: ordinals are not contiguous (expected {i})"));
-            }
-            if !span.is_valid_in(&text) {
-                problems.push(format!(
-                    "{at}: span {span} is outside the {}-byte text or splits a character",
-                    text.len()
-                ));
-            }
-            match parent {
-                None if *depth != 0 => {
-                    problems.push(format!("{at}: depth {depth} without a parent"));
-                }
-                None => {}
-                Some(p) => match list.get(*p as usize) {
-                    Some((_, pdepth, _, _, pspan)) if *p < *ordinal => {
-                        has_children.insert(*p, true);
-                        if pdepth + 1 != *depth {
-                            problems.push(format!(
-                                "{at}: depth {depth} under a parent at depth {pdepth}"
-                            ));
-                        }
-                        if !pspan.contains(*span) {
-                            problems.push(format!(
-                                "{at}: span {span} is not inside its parent's {pspan}"
-                            ));
-                        }
-                    }
-                    _ => problems.push(format!("{at}: parent {p} is missing")),
-                },
-            }
-        }
-        for (ordinal, _, _, leaf, _) in &list {
-            if *leaf == has_children.contains_key(ordinal) {
-                problems.push(format!(
-                    "document `{id}` chunk {ordinal}: leaf flag is {leaf} but it {} children",
-                    if *leaf { "has" } else { "has no" }
-                ));
-            }
-        }
+        check_chunk_tree(&id, &text, &list, problems);
     }
     Ok(())
 }

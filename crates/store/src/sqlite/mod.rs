@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use crate::{
     CheckReport, DerivedWrite, DocumentWrite, Error, Lacking, LexicalEntry, LexicalFieldStats,
     Manifest, MetadataFilter, RepresentationStats, Result, SCHEMA_VERSION, StoreRead, StoreStats,
-    StoreWrite, StoredChunk, StoredDocument, VectorEntry, VectorMatrix,
+    StoreWrite, StoredChunk, StoredDocument, VectorEntry, VectorMatrix, rules,
 };
 
 const DB_FILE: &str = "ckeep.sqlite";
@@ -234,39 +234,6 @@ fn replace_derived<'w>(
     }
     insert_entries(tx, key.0, &ids, &write.lexical, &write.vectors, &write.summaries, postings)?;
     Ok(true)
-}
-
-fn validate(write: &DocumentWrite) -> Result<()> {
-    let doc = &write.document;
-    let bad = |reason: String| Err(Error::InvalidWrite { doc: doc.id.clone(), reason });
-    for (i, c) in write.chunks.iter().enumerate() {
-        if c.ordinal as usize != i {
-            return bad(format!("chunk {i} has ordinal {}", c.ordinal));
-        }
-        if !c.span.is_valid_in(&doc.text) {
-            return bad(format!(
-                "chunk {i} span {} is not a valid span of a {}-byte text",
-                c.span,
-                doc.text.len()
-            ));
-        }
-        if c.parent.is_some_and(|p| p >= c.ordinal) {
-            return bad(format!(
-                "chunk {i} has parent {:?} that does not come before it",
-                c.parent
-            ));
-        }
-    }
-    let n = write.chunks.len() as u32;
-    let ordinals =
-        write.lexical.iter().map(|e| e.ordinal).chain(write.vectors.iter().map(|v| v.ordinal));
-    if let Some(o) = ordinals.into_iter().find(|o| *o >= n) {
-        return bad(format!("index entry for chunk {o}, but the document has {n} chunks"));
-    }
-    if write.lexical.iter().any(|e| e.terms.iter().any(|(t, _)| t.is_empty() || t.contains(' '))) {
-        return bad("lexical terms must be non-empty and contain no space".into());
-    }
-    Ok(())
 }
 
 /// A posting waiting to be inserted: `(field, term, chunk, doc, tf, len)`.
@@ -688,7 +655,7 @@ impl StoreWrite for SqliteStore {
 
     fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()> {
         for d in &docs {
-            validate(d)?;
+            rules::validate(d)?;
         }
         let tx = self.conn.transaction()?;
         let mut postings = Vec::new();
@@ -705,13 +672,8 @@ impl StoreWrite for SqliteStore {
     }
 
     fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize> {
-        if batch.iter().any(|w| {
-            w.lexical.iter().any(|e| e.terms.iter().any(|(t, _)| t.is_empty() || t.contains(' ')))
-        }) {
-            return Err(Error::InvalidWrite {
-                doc: String::new(),
-                reason: "lexical terms must be non-empty and contain no space".into(),
-            });
+        for w in &batch {
+            rules::validate_terms(&w.doc_id, &w.lexical)?;
         }
         let tx = self.conn.transaction()?;
         let mut postings = Vec::new();

@@ -1,0 +1,127 @@
+//! Stores by location: a directory holds the embedded `SQLite` store, a `postgres://` URL names
+//! a PostgreSQL one. Callers that serve both hold a [`DynStore`].
+
+use std::path::Path;
+
+use ckeep_core::{ChunkId, DocKey, LexicalStats, Posting, Span};
+
+use crate::{
+    CheckReport, DerivedWrite, DocumentWrite, Lacking, Manifest, MetadataFilter, PgStore, Result,
+    SqliteStore, StoreRead, StoreStats, StoreWrite, StoredChunk, StoredDocument, VectorMatrix,
+};
+
+/// Any store, chosen at run time.
+pub type DynStore = Box<dyn StoreWrite + Send>;
+
+/// Opens the store at `location` (a directory, or a `postgres://…` URL); fails with
+/// [`crate::Error::NotFound`] if there is none.
+pub fn open(location: &str) -> Result<DynStore> {
+    if PgStore::is_url(location) {
+        Ok(Box::new(PgStore::open(location)?))
+    } else {
+        Ok(Box::new(SqliteStore::open(Path::new(location))?))
+    }
+}
+
+/// Opens the store at `location`, creating an empty one if needed.
+pub fn open_or_create(location: &str) -> Result<DynStore> {
+    if PgStore::is_url(location) {
+        Ok(Box::new(PgStore::open_or_create(location)?))
+    } else {
+        Ok(Box::new(SqliteStore::open_or_create(Path::new(location))?))
+    }
+}
+
+impl<T: StoreRead + ?Sized> StoreRead for Box<T> {
+    fn location(&self) -> String {
+        (**self).location()
+    }
+    fn manifest(&self) -> Result<Manifest> {
+        (**self).manifest()
+    }
+    fn document(&self, id: &str) -> Result<Option<StoredDocument>> {
+        (**self).document(id)
+    }
+    fn document_hash(&self, id: &str) -> Result<Option<String>> {
+        (**self).document_hash(id)
+    }
+    fn document_ids(&self) -> Result<Vec<String>> {
+        (**self).document_ids()
+    }
+    fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>> {
+        (**self).chunks_of(id)
+    }
+    fn chunks_by_id(&self, ids: &[ChunkId]) -> Result<Vec<StoredChunk>> {
+        (**self).chunks_by_id(ids)
+    }
+    fn live_chunks(&self, ids: &[ChunkId]) -> Result<Vec<ChunkId>> {
+        (**self).live_chunks(ids)
+    }
+    fn doc_ids_by_key(&self, keys: &[DocKey]) -> Result<Vec<String>> {
+        (**self).doc_ids_by_key(keys)
+    }
+    fn span_text(&self, key: DocKey, span: Span) -> Result<String> {
+        (**self).span_text(key, span)
+    }
+    fn postings(&self, field: &str, terms: &[String]) -> Result<(LexicalStats, Vec<Vec<Posting>>)> {
+        (**self).postings(field, terms)
+    }
+    fn vectors(&self, repr: &str) -> Result<VectorMatrix> {
+        (**self).vectors(repr)
+    }
+    fn summaries(&self, id: &str) -> Result<Vec<(String, String)>> {
+        (**self).summaries(id)
+    }
+    fn stats(&self) -> Result<StoreStats> {
+        (**self).stats()
+    }
+    fn check(&self) -> Result<CheckReport> {
+        (**self).check()
+    }
+    fn documents_lacking(&self, what: Lacking<'_>) -> Result<Vec<String>> {
+        (**self).documents_lacking(what)
+    }
+    fn aux(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        (**self).aux(name)
+    }
+    fn doc_keys_where(&self, filter: &MetadataFilter) -> Result<Vec<DocKey>> {
+        (**self).doc_keys_where(filter)
+    }
+    fn generation(&self) -> Result<u64> {
+        (**self).generation()
+    }
+    fn begin_read(&self) -> Result<bool> {
+        (**self).begin_read()
+    }
+    fn end_read(&self) -> Result<()> {
+        (**self).end_read()
+    }
+    fn nearest(
+        &self,
+        repr: &str,
+        query: &[f32],
+        k: usize,
+        exact: bool,
+        docs: Option<&[DocKey]>,
+    ) -> Result<Option<VectorMatrix>> {
+        (**self).nearest(repr, query, k, exact, docs)
+    }
+}
+
+impl<T: StoreWrite + ?Sized> StoreWrite for Box<T> {
+    fn set_manifest(&mut self, manifest: &Manifest) -> Result<()> {
+        (**self).set_manifest(manifest)
+    }
+    fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        (**self).set_aux(name, data)
+    }
+    fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()> {
+        (**self).write_batch(docs)
+    }
+    fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize> {
+        (**self).write_derived(batch)
+    }
+    fn remove(&mut self, ids: &[String]) -> Result<usize> {
+        (**self).remove(ids)
+    }
+}

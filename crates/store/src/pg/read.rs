@@ -1,0 +1,414 @@
+//! Reading from the PostgreSQL store, and the vector search it runs in the database.
+
+use std::collections::HashMap;
+
+use ckeep_core::{Chunk, ChunkId, DocKey, Document, LexicalStats, Posting, Span};
+use postgres::{Client, Row};
+
+use super::PgStore;
+use super::write::literal;
+use crate::{
+    CheckReport, Error, Lacking, LexicalFieldStats, Manifest, MetadataFilter, RepresentationStats,
+    Result, StoreRead, StoreStats, StoredChunk, StoredDocument, VectorMatrix,
+};
+
+/// Beam width of HNSW searches (pgvector's `hnsw.ef_search`), at least the number of results
+/// asked for and at most pgvector's limit.
+const EF_SEARCH: usize = 128;
+const EF_SEARCH_MAX: usize = 1000;
+
+const CHUNK_COLUMNS: &str =
+    "c.id, c.doc, d.id, c.ordinal, c.depth, c.parent, c.leaf, c.start_byte, c.end_byte, c.headings";
+
+fn read_chunk(r: &Row) -> StoredChunk {
+    let headings: Option<String> = r.get(9);
+    StoredChunk {
+        id: ChunkId(r.get(0)),
+        doc: DocKey(r.get(1)),
+        doc_id: r.get(2),
+        chunk: Chunk {
+            ordinal: r.get::<_, i32>(3) as u32,
+            depth: r.get::<_, i32>(4) as u16,
+            parent: r.get::<_, Option<i32>>(5).map(|p| p as u32),
+            leaf: r.get(6),
+            span: Span::new(r.get::<_, i64>(7) as usize, r.get::<_, i64>(8) as usize),
+            headings: headings.and_then(|h| serde_json::from_str(&h).ok()).unwrap_or_default(),
+        },
+    }
+}
+
+/// Rows of `(chunk, doc, vec)` as a matrix; all vectors must have one dimension.
+fn matrix(rows: &[Row], repr: &str) -> Result<VectorMatrix> {
+    let mut m = VectorMatrix::default();
+    for r in rows {
+        let v: pgvector::Vector = r.get(2);
+        let v = v.as_slice();
+        if m.ids.is_empty() {
+            m.dim = v.len();
+        } else if v.len() != m.dim {
+            return Err(Error::InvalidWrite {
+                doc: format!("key {}", r.get::<_, i64>(1)),
+                reason: format!(
+                    "representation `{repr}` mixes {} and {} dimensions",
+                    m.dim,
+                    v.len()
+                ),
+            });
+        }
+        m.ids.push(ChunkId(r.get(0)));
+        m.docs.push(DocKey(r.get(1)));
+        m.data.extend_from_slice(v);
+    }
+    Ok(m)
+}
+
+impl PgStore {
+    /// Runs `f` inside a read-only transaction: the snapshot's when one is open, else its own
+    /// (so `SET LOCAL`-style settings end with it).
+    fn in_transaction<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
+        let mut client = self.client.borrow_mut();
+        if self.in_read.get() {
+            return f(&mut client);
+        }
+        client.batch_execute("BEGIN READ ONLY")?;
+        match f(&mut client) {
+            Ok(v) => {
+                client.batch_execute("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    fn disk_bytes(&self) -> Result<u64> {
+        let bytes: i64 = self
+            .client
+            .borrow_mut()
+            .query_one(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+                 JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'ckeep' AND c.relkind = 'r'",
+                &[],
+            )?
+            .get(0);
+        Ok(bytes as u64)
+    }
+}
+
+impl StoreRead for PgStore {
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    fn manifest(&self) -> Result<Manifest> {
+        let row = self
+            .client
+            .borrow_mut()
+            .query_one("SELECT value FROM ckeep.meta WHERE key = 'manifest'", &[])?;
+        serde_json::from_str(row.get(0)).map_err(|e| Error::NotAStore {
+            path: self.location.clone(),
+            reason: format!("unreadable manifest: {e}"),
+        })
+    }
+
+    fn document(&self, id: &str) -> Result<Option<StoredDocument>> {
+        let row = self.client.borrow_mut().query_opt(
+            "SELECT key, id, title, text, metadata, source, hash,
+                    (SELECT count(*) FROM ckeep.chunks c WHERE c.doc = d.key)
+             FROM ckeep.documents d WHERE id = $1",
+            &[&id],
+        )?;
+        let Some(r) = row else { return Ok(None) };
+        let metadata: Option<String> = r.get(4);
+        let text = String::from_utf8(r.get(3)).map_err(|_| Error::NotAStore {
+            path: self.location.clone(),
+            reason: format!("the text of document `{id}` is not UTF-8"),
+        })?;
+        Ok(Some(StoredDocument {
+            key: DocKey(r.get(0)),
+            document: Document {
+                id: r.get(1),
+                title: r.get(2),
+                text,
+                metadata: metadata.and_then(|m| serde_json::from_str(&m).ok()).unwrap_or_default(),
+                source: r.get(5),
+            },
+            hash: r.get(6),
+            chunks: r.get::<_, i64>(7) as u64,
+        }))
+    }
+
+    fn document_hash(&self, id: &str) -> Result<Option<String>> {
+        let row = self
+            .client
+            .borrow_mut()
+            .query_opt("SELECT hash FROM ckeep.documents WHERE id = $1", &[&id])?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    fn document_ids(&self) -> Result<Vec<String>> {
+        // Byte order, as SQLite sorts: independent of the database's collation.
+        let rows = self
+            .client
+            .borrow_mut()
+            .query("SELECT id FROM ckeep.documents ORDER BY id COLLATE \"C\"", &[])?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>> {
+        let sql = format!(
+            "SELECT {CHUNK_COLUMNS} FROM ckeep.chunks c JOIN ckeep.documents d ON d.key = c.doc WHERE d.id = $1 ORDER BY c.ordinal"
+        );
+        let rows = self.client.borrow_mut().query(&sql, &[&id])?;
+        Ok(rows.iter().map(read_chunk).collect())
+    }
+
+    fn chunks_by_id(&self, ids: &[ChunkId]) -> Result<Vec<StoredChunk>> {
+        let keys: Vec<i64> = ids.iter().map(|c| c.0).collect();
+        let sql = format!(
+            "SELECT {CHUNK_COLUMNS} FROM ckeep.chunks c JOIN ckeep.documents d ON d.key = c.doc WHERE c.id = ANY($1)"
+        );
+        let rows = self.client.borrow_mut().query(&sql, &[&keys])?;
+        let mut found: HashMap<ChunkId, StoredChunk> =
+            rows.iter().map(read_chunk).map(|c| (c.id, c)).collect();
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+    }
+
+    fn live_chunks(&self, ids: &[ChunkId]) -> Result<Vec<ChunkId>> {
+        let keys: Vec<i64> = ids.iter().map(|c| c.0).collect();
+        let rows = self
+            .client
+            .borrow_mut()
+            .query("SELECT id FROM ckeep.chunks WHERE id = ANY($1)", &[&keys])?;
+        let live: std::collections::HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
+        Ok(ids.iter().filter(|id| live.contains(&id.0)).copied().collect())
+    }
+
+    fn doc_ids_by_key(&self, keys: &[DocKey]) -> Result<Vec<String>> {
+        let asked: Vec<i64> = keys.iter().map(|k| k.0).collect();
+        let rows = self
+            .client
+            .borrow_mut()
+            .query("SELECT key, id FROM ckeep.documents WHERE key = ANY($1)", &[&asked])?;
+        let ids: HashMap<i64, String> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        asked.iter().map(|k| ids.get(k).cloned().ok_or(Error::UnknownKey(*k))).collect()
+    }
+
+    fn span_text(&self, key: DocKey, span: Span) -> Result<String> {
+        let row = self.client.borrow_mut().query_opt(
+            "SELECT substring(text FROM $2::bigint::int FOR $3::bigint::int) FROM ckeep.documents WHERE key = $1",
+            &[&key.0, &(span.start as i64 + 1), &(span.len() as i64)],
+        )?;
+        let bytes: Vec<u8> = row.ok_or(Error::UnknownKey(key.0))?.get(0);
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn postings(&self, field: &str, terms: &[String]) -> Result<(LexicalStats, Vec<Vec<Posting>>)> {
+        let mut client = self.client.borrow_mut();
+        let stats = client
+            .query_opt(
+                "SELECT chunks, total_len FROM ckeep.lex_fields WHERE field = $1",
+                &[&field],
+            )?
+            .map(|r| LexicalStats {
+                chunks: r.get::<_, i64>(0) as u64,
+                total_len: r.get::<_, i64>(1) as u64,
+            })
+            .unwrap_or_default();
+        // One round trip for every term.
+        let rows = client.query(
+            "SELECT term, chunk, doc, tf, len FROM ckeep.postings WHERE field = $1 AND term = ANY($2) ORDER BY term, chunk",
+            &[&field, &terms],
+        )?;
+        let mut by_term: HashMap<String, Vec<Posting>> = HashMap::new();
+        for r in &rows {
+            by_term.entry(r.get(0)).or_default().push(Posting {
+                chunk: ChunkId(r.get(1)),
+                doc: DocKey(r.get(2)),
+                tf: r.get::<_, i32>(3) as u32,
+                len: r.get::<_, i32>(4) as u32,
+            });
+        }
+        let lists = terms.iter().map(|t| by_term.get(t).cloned().unwrap_or_default()).collect();
+        Ok((stats, lists))
+    }
+
+    fn vectors(&self, repr: &str) -> Result<VectorMatrix> {
+        let rows = self.client.borrow_mut().query(
+            "SELECT chunk, doc, vec FROM ckeep.vectors WHERE repr = $1 ORDER BY chunk",
+            &[&repr],
+        )?;
+        matrix(&rows, repr)
+    }
+
+    fn summaries(&self, id: &str) -> Result<Vec<(String, String)>> {
+        let rows = self.client.borrow_mut().query(
+            "SELECT s.name, s.text FROM ckeep.summaries s JOIN ckeep.documents d ON d.key = s.doc
+             WHERE d.id = $1 ORDER BY s.name COLLATE \"C\"",
+            &[&id],
+        )?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    fn stats(&self) -> Result<StoreStats> {
+        let mut client = self.client.borrow_mut();
+        let docs = client.query_one(
+            "SELECT count(*), coalesce(sum(length(text)), 0)::bigint FROM ckeep.documents",
+            &[],
+        )?;
+        let chunks = client
+            .query_one("SELECT count(*), count(*) FILTER (WHERE leaf) FROM ckeep.chunks", &[])?;
+        let lexical = client
+            .query(
+                "SELECT f.field, f.chunks,
+                        (SELECT count(DISTINCT term) FROM ckeep.postings p WHERE p.field = f.field),
+                        (SELECT count(*) FROM ckeep.postings p WHERE p.field = f.field)
+                 FROM ckeep.lex_fields f ORDER BY f.field COLLATE \"C\"",
+                &[],
+            )?
+            .iter()
+            .map(|r| LexicalFieldStats {
+                field: r.get(0),
+                chunks: r.get::<_, i64>(1) as u64,
+                terms: r.get::<_, i64>(2) as u64,
+                postings: r.get::<_, i64>(3) as u64,
+            })
+            .collect();
+        let representations = client
+            .query(
+                "SELECT repr, count(*), sum(vector_dims(vec) * 4)::bigint FROM ckeep.vectors
+                 GROUP BY repr ORDER BY repr COLLATE \"C\"",
+                &[],
+            )?
+            .iter()
+            .map(|r| RepresentationStats {
+                name: r.get(0),
+                vectors: r.get::<_, i64>(1) as u64,
+                bytes: r.get::<_, i64>(2) as u64,
+            })
+            .collect();
+        drop(client);
+        Ok(StoreStats {
+            documents: docs.get::<_, i64>(0) as u64,
+            chunks: chunks.get::<_, i64>(0) as u64,
+            leaf_chunks: chunks.get::<_, i64>(1) as u64,
+            text_bytes: docs.get::<_, i64>(1) as u64,
+            lexical,
+            representations,
+            disk_bytes: self.disk_bytes()?,
+        })
+    }
+
+    fn check(&self) -> Result<CheckReport> {
+        super::check::run(&mut self.client.borrow_mut())
+    }
+
+    fn documents_lacking(&self, what: Lacking<'_>) -> Result<Vec<String>> {
+        let (sql, name) = match what {
+            Lacking::Vectors(n) => (
+                "SELECT d.id FROM ckeep.documents d WHERE NOT EXISTS (SELECT 1 FROM ckeep.vectors v WHERE v.doc = d.key AND v.repr = $1) ORDER BY d.id COLLATE \"C\"",
+                n,
+            ),
+            Lacking::Field(n) => (
+                "SELECT d.id FROM ckeep.documents d WHERE NOT EXISTS (SELECT 1 FROM ckeep.lex_docs l WHERE l.doc = d.key AND l.field = $1) ORDER BY d.id COLLATE \"C\"",
+                n,
+            ),
+            Lacking::Summary(n) => (
+                "SELECT d.id FROM ckeep.documents d WHERE NOT EXISTS (SELECT 1 FROM ckeep.summaries s WHERE s.doc = d.key AND s.name = $1) ORDER BY d.id COLLATE \"C\"",
+                n,
+            ),
+        };
+        let rows = self.client.borrow_mut().query(sql, &[&name])?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn aux(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let row = self
+            .client
+            .borrow_mut()
+            .query_opt("SELECT data FROM ckeep.aux WHERE name = $1", &[&name])?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    fn doc_keys_where(&self, filter: &MetadataFilter) -> Result<Vec<DocKey>> {
+        // The filter's own definition decides (as in every backend); the database only skips
+        // documents without metadata.
+        let rows = self.client.borrow_mut().query(
+            "SELECT key, metadata FROM ckeep.documents WHERE metadata IS NOT NULL ORDER BY key",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .filter(|r| {
+                let metadata = serde_json::from_str(r.get(1)).unwrap_or_default();
+                filter.matches(&metadata)
+            })
+            .map(|r| DocKey(r.get(0)))
+            .collect())
+    }
+
+    fn generation(&self) -> Result<u64> {
+        let row = self
+            .client
+            .borrow_mut()
+            .query_opt("SELECT value FROM ckeep.meta WHERE key = 'generation'", &[])?;
+        Ok(row.and_then(|r| r.get::<_, String>(0).parse().ok()).unwrap_or(0))
+    }
+
+    fn begin_read(&self) -> Result<bool> {
+        if self.in_read.get() {
+            return Ok(false);
+        }
+        self.client
+            .borrow_mut()
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        self.in_read.set(true);
+        Ok(true)
+    }
+
+    fn end_read(&self) -> Result<()> {
+        self.in_read.set(false);
+        self.client.borrow_mut().batch_execute("COMMIT")?;
+        Ok(())
+    }
+
+    fn nearest(
+        &self,
+        repr: &str,
+        query: &[f32],
+        k: usize,
+        exact: bool,
+        docs: Option<&[DocKey]>,
+    ) -> Result<Option<VectorMatrix>> {
+        let q = pgvector::Vector::from(query.to_vec());
+        let limit = k as i64;
+        let docs: Option<Vec<i64>> = docs.map(|d| d.iter().map(|k| k.0).collect());
+        let within = if docs.is_some() { "AND doc = ANY($3)" } else { "AND $3::bigint[] IS NULL" };
+        let rows = self.in_transaction(|client| {
+            if exact {
+                // Not the indexed expression: the planner scans every vector.
+                let sql = format!(
+                    "SELECT chunk, doc, vec FROM ckeep.vectors WHERE repr = $4 {within}
+                     ORDER BY vec <=> $1 LIMIT $2"
+                );
+                return Ok(client.query(&sql, &[&q, &limit, &docs, &repr])?);
+            }
+            let ef = k.clamp(EF_SEARCH, EF_SEARCH_MAX).to_string();
+            client.execute(
+                "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                &[&ef],
+            )?;
+            // The partial index's expression and predicate, spelled as it was created.
+            let dim = query.len();
+            let sql = format!(
+                "SELECT chunk, doc, vec FROM ckeep.vectors WHERE repr = {} {within}
+                 ORDER BY vec::vector({dim}) <=> $1::vector({dim}) LIMIT $2",
+                literal(repr)
+            );
+            Ok(client.query(&sql, &[&q, &limit, &docs])?)
+        })?;
+        matrix(&rows, repr).map(Some)
+    }
+}
