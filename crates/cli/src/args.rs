@@ -25,10 +25,19 @@ pub struct Cli {
 }
 
 #[derive(Debug, Args)]
+#[allow(clippy::doc_markdown)] // help texts show URLs as users type them
 pub struct Global {
-    /// Store directory.
-    #[arg(long, global = true, env = "CKEEP_STORE", default_value = ".ckeep", value_name = "DIR")]
-    pub store: PathBuf,
+    /// The store: a directory (the embedded SQLite store) or a PostgreSQL database as
+    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DB (PostgreSQL with pgvector; see
+    /// docs/postgres.md).
+    #[arg(
+        long,
+        global = true,
+        env = "CKEEP_STORE",
+        default_value = ".ckeep",
+        value_name = "DIR|URL"
+    )]
+    pub store: String,
     /// Print one JSON document on stdout (logs and progress go to stderr).
     #[arg(long, global = true)]
     pub json: bool,
@@ -393,9 +402,11 @@ pub struct EvalRunArgs {
     /// recall.svg) here.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
-    /// Keep the evaluation indexes here (default: a temporary directory, removed afterwards).
-    #[arg(long, value_name = "DIR")]
-    pub work_dir: Option<PathBuf>,
+    /// Keep the evaluation indexes here (default: a temporary directory, removed afterwards);
+    /// or build them in PostgreSQL: given a server URL, each index gets a database
+    /// `ckeep_eval_<index>` of its own (replaced if it exists).
+    #[arg(long, value_name = "DIR|URL")]
+    pub work_dir: Option<String>,
     /// Model for strategies with mode=dense that name none (model=…).
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,

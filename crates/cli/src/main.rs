@@ -76,7 +76,7 @@ fn is_user_input_error(err: &anyhow::Error) -> bool {
 }
 
 fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
-    let store = cli.global.store.as_path();
+    let store = cli.global.store.as_str();
     match &cli.command {
         Command::Add(a) => commands::add::run(store, a, cli.global.no_cache, out),
         Command::Search(a) => commands::search::run(store, a, cli.global.no_cache, out),

@@ -21,6 +21,10 @@ pub const ANN_MIN_VECTORS: usize = 20_000;
 /// Beam width of HNSW searches (at least the number of candidates asked for).
 const ANN_EF: usize = 128;
 
+/// Extra neighbours asked of a store that searches its own vectors (see
+/// [`Engine::store_hits`]).
+const NEAREST_MARGIN: usize = 16;
+
 /// Name of a representation's persisted graph among the store's derived blobs.
 fn ann_blob(key: &str) -> String {
     format!("hnsw:{key}")
@@ -91,6 +95,11 @@ impl<S: StoreRead> Engine<S> {
         exact: bool,
         allowed: Option<&HashSet<DocKey>>,
     ) -> Result<Vec<ChunkHit>> {
+        if let Source::Stored(name) = &repr.source
+            && self.store.searches_vectors()
+        {
+            return self.store_hits(q, name, candidates, exact, allowed);
+        }
         let (m, generation, stale) = self.matrix(repr)?;
         if m.is_empty() {
             return Ok(Vec::new());
@@ -126,6 +135,46 @@ impl<S: StoreRead> Engine<S> {
             hits.retain(|h| allowed.contains(&h.doc));
         }
         if stale { self.live_hits(hits, candidates) } else { Ok(hits) }
+    }
+
+    /// Chunks found by the store's own vector search (PostgreSQL + pgvector), scored here
+    /// exactly as [`Engine::dense_hits`] scores its own scan: the store ranks, the engine
+    /// scores. A few more than `candidates` are asked for, so a near tie at the cut, ordered
+    /// differently by the database's arithmetic, cannot change which chunks are kept.
+    fn store_hits(
+        &self,
+        q: &[f32],
+        repr: &str,
+        candidates: usize,
+        exact: bool,
+        allowed: Option<&HashSet<DocKey>>,
+    ) -> Result<Vec<ChunkHit>> {
+        let docs: Option<Vec<DocKey>> = allowed.map(|a| {
+            let mut keys: Vec<DocKey> = a.iter().copied().collect();
+            keys.sort_unstable();
+            keys
+        });
+        let asked = candidates + NEAREST_MARGIN;
+        let Some(mut m) = self.store.nearest(repr, q, asked, exact, docs.as_deref())? else {
+            return Ok(Vec::new());
+        };
+        if m.is_empty() {
+            return Ok(Vec::new());
+        }
+        if m.dim != q.len() {
+            return Err(Error::Invalid(format!(
+                "the store's vectors have {} dimensions, the query's {}",
+                m.dim,
+                q.len()
+            )));
+        }
+        m.data.chunks_mut(m.dim).for_each(ckeep_embed::normalize);
+        let hits = dot_all(&m.data, m.dim, q)
+            .into_iter()
+            .enumerate()
+            .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
+            .collect();
+        Ok(top_k(hits, candidates))
     }
 
     /// The HNSW graph of `m` (the vectors of representation `key`, read at store generation
@@ -249,6 +298,9 @@ impl<S: StoreRead> Engine<S> {
     pub fn build_vector_index(&self) -> Result<Vec<VectorIndexBuild>> {
         let manifest = self.store.manifest()?;
         let mut builds = Vec::new();
+        if self.store.searches_vectors() {
+            return Ok(builds);
+        }
         for name in manifest.representations.iter().filter(|r| !r.starts_with("summary:")) {
             let repr =
                 Resolved { key: name.clone(), source: Source::Stored(name.clone()), field: None };

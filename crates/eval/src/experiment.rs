@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ckeep_embed::Embedder;
 use ckeep_engine::{Engine, Representation, SearchRequest, Strategy, Summarizer};
-use ckeep_store::SqliteStore;
+use ckeep_store::{DynStore, PgStore};
 use ckeep_text::ChunkerSpec;
 use serde::Serialize;
 
@@ -76,12 +76,13 @@ fn index_key(s: &Strategy) -> String {
 }
 
 /// Runs `strategies` on `dataset`, building indexes in `work_dir` (one store per chunker and
-/// model; vectors come through the loader's model, so a cached one never embeds a text twice).
+/// model, in a subdirectory, or, when `work_dir` is a `postgres://` server URL, in a database
+/// `ckeep_eval_<index>` of its own, replaced; vectors come through the loader's model, so a cached one never embeds a text twice).
 pub fn run(
     dataset: &Dataset,
     strategies: &[Strategy],
     metrics: &[Metric],
-    work_dir: &Path,
+    work_dir: &str,
     models: ModelLoader<'_>,
     tokens: Option<&ckeep_embed::TokenCounter>,
     progress: Progress<'_>,
@@ -206,17 +207,22 @@ fn fill_containment(
 fn build_indexes(
     dataset: &Dataset,
     strategies: &[Strategy],
-    work_dir: &Path,
+    work_dir: &str,
     models: ModelLoader<'_>,
     progress: Progress<'_>,
-) -> Result<BTreeMap<String, Engine<SqliteStore>>, ckeep_engine::Error> {
-    let mut engines: BTreeMap<String, Engine<SqliteStore>> = BTreeMap::new();
+) -> Result<BTreeMap<String, Engine<DynStore>>, ckeep_engine::Error> {
+    let mut engines: BTreeMap<String, Engine<DynStore>> = BTreeMap::new();
     for s in strategies {
         let key = index_key(s);
         if let std::collections::btree_map::Entry::Vacant(slot) = engines.entry(key) {
             let model = s.model.as_deref().map(&mut *models).transpose()?;
             let chunker = s.chunker.clone().unwrap_or_default();
-            let dir = work_dir.join(sanitize(slot.key()));
+            let name = sanitize(slot.key());
+            let location = if PgStore::is_url(work_dir) {
+                PgStore::create_database(work_dir, &format!("ckeep_eval_{name}"))?
+            } else {
+                Path::new(work_dir).join(&name).display().to_string()
+            };
             // Every representation and summarizer the strategies on this index use.
             let same: Vec<&Strategy> =
                 strategies.iter().filter(|t| index_key(t) == index_key(s)).collect();
@@ -233,7 +239,7 @@ fn build_indexes(
                 }
             }
             let needs = Needs { reprs: &reprs, summarizers: &summarizers };
-            slot.insert(index(dataset, &chunker, model, needs, &dir, progress)?);
+            slot.insert(index(dataset, &chunker, model, needs, &location, &name, progress)?);
         }
     }
     Ok(engines)
@@ -272,11 +278,12 @@ fn index(
     chunker: &ChunkerSpec,
     model: Option<Arc<dyn Embedder>>,
     needs: Needs<'_>,
-    dir: &Path,
+    location: &str,
+    name: &str,
     progress: Progress<'_>,
-) -> Result<Engine<SqliteStore>, ckeep_engine::Error> {
+) -> Result<Engine<DynStore>, ckeep_engine::Error> {
     // Summaries by a language model are cached across indexes (each chunker has its own).
-    let mut engine = Engine::new(SqliteStore::open_or_create(dir)?)
+    let mut engine = Engine::new(ckeep_store::open_or_create(location)?)
         .with_generation_cache(ckeep_engine::default_generation_cache());
     if let Some(m) = model {
         engine = engine.with_embedder(m);
@@ -286,11 +293,7 @@ fn index(
     let total = dataset.docs.len() as u64;
     for (i, d) in dataset.docs.iter().enumerate() {
         ingest.add(d.clone())?;
-        progress(
-            &format!("indexing {}", dir.file_name().unwrap_or_default().to_string_lossy()),
-            i as u64 + 1,
-            total,
-        );
+        progress(&format!("indexing {name}"), i as u64 + 1, total);
     }
     ingest.finish_with(progress)?;
     Ok(engine)

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use ckeep_embed::Embedder;
 use ckeep_engine::Engine;
-use ckeep_store::SqliteStore;
+use ckeep_store::{DynStore, PgStore, SqliteStore};
 
 pub use error::ApiError;
 pub use routes::{OPENAPI, ROUTES};
@@ -102,6 +102,16 @@ impl Default for ServerConfig {
     }
 }
 
+/// A reader's own connection to the store; `SQLite` readers get a small page cache each.
+fn open_reader(location: &str) -> Result<DynStore, ApiError> {
+    if PgStore::is_url(location) {
+        return Ok(Box::new(PgStore::open(location)?));
+    }
+    let store = SqliteStore::open(Path::new(location))?;
+    store.limit_page_cache(READER_PAGE_CACHE_MIB)?;
+    Ok(Box::new(store))
+}
+
 /// What every request handler shares.
 #[derive(Debug)]
 pub struct AppState {
@@ -118,9 +128,10 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Opens (or creates) the store in `dir` with `embedder` (the store's model, if any).
+    /// Opens (or creates) the store at `location` (a directory, or a `postgres://` URL) with
+    /// `embedder` (the store's model, if any). Each reader gets its own connection.
     pub fn open(
-        dir: &Path,
+        location: &str,
         embedder: Option<Arc<dyn Embedder>>,
         config: ServerConfig,
     ) -> Result<Arc<Self>, ApiError> {
@@ -128,19 +139,18 @@ impl AppState {
             (Some(e), true) => Some(Arc::new(BatchingEmbedder::new(Arc::clone(e)))),
             _ => None,
         };
-        let mut writer = Engine::new(SqliteStore::open_or_create(dir)?)
+        let mut writer = Engine::new(ckeep_store::open_or_create(location)?)
             .with_background_index()
             .with_refresh_interval(config.refresh_interval);
         if let Some(e) = &embedder {
             writer = writer.with_embedder(Arc::clone(e));
         }
+        let writer_location = writer.store().location();
         let query_model: Option<Arc<dyn Embedder>> =
             batching.clone().map(|b| b as Arc<dyn Embedder>).or_else(|| embedder.clone());
         let mut readers = Vec::with_capacity(config.readers.max(1));
         for _ in 0..config.readers.max(1) {
-            let store = SqliteStore::open(dir)?;
-            store.limit_page_cache(READER_PAGE_CACHE_MIB)?;
-            let mut reader = writer.reader(store);
+            let mut reader = writer.reader(open_reader(location)?);
             if let Some(m) = &query_model {
                 reader = reader.with_embedder(Arc::clone(m));
             }
@@ -157,7 +167,7 @@ impl AppState {
             writes: AtomicU64::new(0),
             indexed_at: AtomicU64::new(0),
             started: Instant::now(),
-            location: dir.display().to_string(),
+            location: writer_location,
         }))
     }
 

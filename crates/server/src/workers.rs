@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ckeep_engine::Engine;
-use ckeep_store::SqliteStore;
+use ckeep_store::DynStore;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ApiError;
 
 /// The engine every job runs on.
-pub type StoreEngine = Engine<SqliteStore>;
+pub type StoreEngine = Engine<DynStore>;
 
 /// The reader pool and the writer.
 #[derive(Debug)]
@@ -145,7 +145,7 @@ mod tests {
     use super::*;
 
     fn engine(dir: &std::path::Path) -> StoreEngine {
-        Engine::new(SqliteStore::open_or_create(dir).unwrap())
+        Engine::new(Box::new(ckeep_store::SqliteStore::open_or_create(dir).unwrap()))
     }
 
     /// One reader, held by a job that waits on `release`.
@@ -169,7 +169,8 @@ mod tests {
     async fn a_full_pool_turns_requests_away_and_a_slow_read_times_out() {
         let dir = tempfile::tempdir().unwrap();
         let writer = engine(dir.path());
-        let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
+        let reader = writer
+            .reader(Box::new(ckeep_store::SqliteStore::open(dir.path()).unwrap()) as DynStore);
         let workers = Arc::new(Workers::new(
             writer,
             vec![reader],

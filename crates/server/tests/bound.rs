@@ -86,7 +86,7 @@ async fn readers_run_beside_a_writer_and_see_whole_documents() {
     let store = dir.path().join("store");
     let limits = Limits { max_body_bytes: 1 << 20, ..Limits::default() };
     let config = ServerConfig { token: Some("tok".into()), limits, ..ServerConfig::default() };
-    let state = AppState::open(&store, Some(minilm()), config).unwrap();
+    let state = AppState::open(&store.display().to_string(), Some(minilm()), config).unwrap();
     let server = start(Arc::clone(&state)).await;
     let base = server.base.clone();
     let docs = scifact(60);
@@ -161,7 +161,9 @@ async fn readers_run_beside_a_writer_and_see_whole_documents() {
 async fn shutdown_lets_the_write_in_flight_commit() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let state = AppState::open(&store, Some(minilm()), ServerConfig::default()).unwrap();
+    let state =
+        AppState::open(&store.display().to_string(), Some(minilm()), ServerConfig::default())
+            .unwrap();
     let server = start(Arc::clone(&state)).await;
     let base = server.base.clone();
     let docs = scifact(80);
@@ -198,7 +200,9 @@ async fn every_endpoint_answers_over_the_wire() {
     let dir = tempfile::tempdir().unwrap();
     let limits = Limits { max_body_bytes: 1 << 20, ..Limits::default() };
     let config = ServerConfig { token: Some("tok".into()), limits, ..ServerConfig::default() };
-    let state = AppState::open(&dir.path().join("store"), Some(minilm()), config).unwrap();
+    let state =
+        AppState::open(&dir.path().join("store").display().to_string(), Some(minilm()), config)
+            .unwrap();
     let server = start(state).await;
     let b = server.base.clone();
     let docs = json!({"documents": scifact(20)});

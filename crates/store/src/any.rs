@@ -13,6 +13,12 @@ use crate::{
 /// Any store, chosen at run time.
 pub type DynStore = Box<dyn StoreWrite + Send>;
 
+impl std::fmt::Debug for dyn StoreWrite + Send {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("location", &self.location()).finish()
+    }
+}
+
 /// Opens the store at `location` (a directory, or a `postgres://…` URL); fails with
 /// [`crate::Error::NotFound`] if there is none.
 pub fn open(location: &str) -> Result<DynStore> {
@@ -95,6 +101,9 @@ impl<T: StoreRead + ?Sized> StoreRead for Box<T> {
     }
     fn end_read(&self) -> Result<()> {
         (**self).end_read()
+    }
+    fn searches_vectors(&self) -> bool {
+        (**self).searches_vectors()
     }
     fn nearest(
         &self,

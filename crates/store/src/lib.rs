@@ -85,7 +85,7 @@ pub enum Error {
     /// The PostgreSQL server failed or could not be reached (the machine's, or a wrong URL);
     /// a write in progress was rolled back.
     #[error("PostgreSQL: {}", postgres_message(.0))]
-    Postgres(#[from] ::postgres::Error),
+    Postgres(::postgres::Error),
     /// A document key that the store does not have (a stale key held by the caller).
     #[error("no document has key {0}")]
     UnknownKey(i64),
@@ -99,13 +99,28 @@ pub enum Error {
     },
 }
 
+// Not `#[from]`: that would make the driver's error the source too, and its cause would be
+// printed twice.
+impl From<::postgres::Error> for Error {
+    fn from(e: ::postgres::Error) -> Self {
+        Error::Postgres(e)
+    }
+}
+
 /// A PostgreSQL error in words: the server's message when it sent one, else the client's
 /// (with its cause, such as "connection refused").
 fn postgres_message(e: &::postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => e.to_string(),
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {}", db.severity(), db.message());
     }
+    let mut message = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        message.push_str(": ");
+        message.push_str(&c.to_string());
+        cause = c.source();
+    }
+    message
 }
 
 /// Store results.
@@ -163,6 +178,11 @@ pub trait StoreRead {
     fn begin_read(&self) -> Result<bool>;
     /// Ends the snapshot [`StoreRead::begin_read`] started.
     fn end_read(&self) -> Result<()>;
+    /// Whether [`StoreRead::nearest`] searches vectors in the store (so callers need not load
+    /// them or build a graph of their own).
+    fn searches_vectors(&self) -> bool {
+        false
+    }
     /// The `k` chunks nearest to the normalised `query` under stored representation `repr`,
     /// found by the store's own vector index (or, when `exact`, by a full scan inside the
     /// database), only of `docs` when given; with their vectors, so the caller scores them

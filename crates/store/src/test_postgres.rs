@@ -76,31 +76,9 @@ impl Server {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 
-    /// The URL of database `db` on this server.
-    pub fn database_url(&self, db: &str) -> String {
-        replace_database(&self.url, db)
-    }
-
-    /// Creates an empty database and returns its URL.
+    /// Creates an empty database (replacing one of that name) and returns its URL.
     pub fn create_database(&self, db: &str) -> String {
-        let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
-        client.batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\"")).unwrap();
-        client.batch_execute(&format!("CREATE DATABASE \"{db}\"")).unwrap();
-        self.database_url(db)
-    }
-}
-
-/// `url` with its database replaced by `db`.
-fn replace_database(url: &str, db: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
-    let scheme_end = base.find("://").map_or(0, |i| i + 3);
-    let base = match base[scheme_end..].find('/') {
-        Some(slash) => &base[..scheme_end + slash],
-        None => base,
-    };
-    match query {
-        Some(q) => format!("{base}/{db}?{q}"),
-        None => format!("{base}/{db}"),
+        crate::PgStore::create_database(&self.url, db).unwrap()
     }
 }
 

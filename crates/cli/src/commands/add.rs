@@ -1,12 +1,11 @@
 //! `ckeep add`: check every input, then chunk, index and store in batches.
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::bail;
 use ckeep_engine::{Engine, IngestReport};
-use ckeep_store::{SqliteStore, StoreRead};
+use ckeep_store::{DynStore, StoreRead};
 use ckeep_text::load::{Loaded, Source};
 use ckeep_text::{LoadOptions, Loader};
 use serde::Serialize;
@@ -36,7 +35,7 @@ struct Skipped {
     error: String,
 }
 
-pub fn run(store: &Path, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
+pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     if args.paths.is_empty() {
         return derive_only(store, args, no_cache, out, started);
@@ -121,13 +120,13 @@ pub fn run(store: &Path, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow
 
 /// The store, with the model `--model` names or the store was built with.
 fn open_with_model(
-    store: &Path,
+    store: &str,
     args: &AddArgs,
     no_cache: bool,
     create: bool,
-) -> anyhow::Result<Engine<SqliteStore>> {
+) -> anyhow::Result<Engine<DynStore>> {
     let store =
-        if create { SqliteStore::open_or_create(store)? } else { SqliteStore::open(store)? };
+        if create { ckeep_store::open_or_create(store)? } else { ckeep_store::open(store)? };
     let mut engine = Engine::new(store);
     if !no_cache {
         engine = engine.with_generation_cache(ckeep_engine::default_generation_cache());
@@ -158,7 +157,7 @@ fn stage_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&str, u64, u64) + 
 
 /// `ckeep add --repr … / --summarizer …` without inputs: builds them for the stored documents.
 fn derive_only(
-    store: &Path,
+    store: &str,
     args: &AddArgs,
     no_cache: bool,
     out: &Output,
@@ -183,7 +182,7 @@ fn derive_only(
 /// Prints what `add` did.
 #[allow(clippy::too_many_arguments)]
 fn print_report(
-    store: &Path,
+    store: &str,
     chunker: &ckeep_text::ChunkerSpec,
     model: Option<&ckeep_embed::ModelInfo>,
     report: &IngestReport,
@@ -194,7 +193,7 @@ fn print_report(
 ) -> anyhow::Result<()> {
     if out.json {
         out.print_json(&AddOutput {
-            store: store.display().to_string(),
+            store: store.to_string(),
             chunker: chunker.to_string(),
             model: model.map(|m| m.name.clone()),
             report,

@@ -1,6 +1,5 @@
 //! `ckeep stats`, `ckeep rm`, `ckeep check`.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::bail;
@@ -9,7 +8,7 @@ use ckeep_store::{StoreRead, StoreWrite};
 use crate::args::RmArgs;
 use crate::output::{Output, human_bytes, outln};
 
-pub fn stats(store: &Path, out: &Output) -> anyhow::Result<ExitCode> {
+pub fn stats(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
     let engine = super::open(store)?;
     let stats = engine.store().stats()?;
     let manifest = engine.store().manifest()?;
@@ -39,7 +38,7 @@ pub fn stats(store: &Path, out: &Output) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn rm(store: &Path, args: &RmArgs, out: &Output) -> anyhow::Result<ExitCode> {
+pub fn rm(store: &str, args: &RmArgs, out: &Output) -> anyhow::Result<ExitCode> {
     let mut engine = super::open(store)?;
     let missing: Vec<&String> =
         args.ids.iter().filter(|id| matches!(engine.store().document_hash(id), Ok(None))).collect();
@@ -56,7 +55,7 @@ pub fn rm(store: &Path, args: &RmArgs, out: &Output) -> anyhow::Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn check(store: &Path, out: &Output) -> anyhow::Result<ExitCode> {
+pub fn check(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
     let engine = super::open(store)?;
     let report = engine.store().check()?;
     if out.json {

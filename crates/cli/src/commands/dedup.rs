@@ -1,6 +1,5 @@
 //! `ckeep dedup`: near-duplicate clusters of the store, with the spans that match.
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -10,7 +9,7 @@ use ckeep_store::StoreRead;
 use crate::args::DedupArgs;
 use crate::output::{Output, outln, snippet};
 
-pub fn run(store: &Path, args: &DedupArgs, out: &Output) -> anyhow::Result<ExitCode> {
+pub fn run(store: &str, args: &DedupArgs, out: &Output) -> anyhow::Result<ExitCode> {
     let engine = super::open(store)?;
     let opts = DedupOptions {
         threshold: args.threshold as f32,

@@ -1,6 +1,5 @@
 //! `ckeep eval metrics` and `ckeep eval run`.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use std::sync::Arc;
@@ -97,7 +96,8 @@ fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::R
     ));
     // Evaluation indexes go to a temporary directory (removed on exit) unless --work-dir.
     let tmp = tempfile::Builder::new().prefix("ckeep-eval-").tempdir()?;
-    let work: &Path = args.work_dir.as_deref().unwrap_or(tmp.path());
+    let tmp_path = tmp.path().display().to_string();
+    let work: &str = args.work_dir.as_deref().unwrap_or(&tmp_path);
     let bar = out.progress(0, "");
     let mut stage = String::new();
     let mut progress = |what: &str, done: u64, total: u64| {

@@ -17,11 +17,11 @@ use std::sync::Arc;
 
 use ckeep_embed::{CachedEmbedder, Embedder, EmbeddingCache};
 use ckeep_engine::Engine;
-use ckeep_store::{Manifest, SqliteStore};
+use ckeep_store::{DynStore, Manifest};
 
-/// Opens an existing store as an engine.
-pub fn open(store: &Path) -> anyhow::Result<Engine<SqliteStore>> {
-    Ok(Engine::new(SqliteStore::open(store)?))
+/// Opens an existing store (a directory or a `postgres://` URL) as an engine.
+pub fn open(store: &str) -> anyhow::Result<Engine<DynStore>> {
+    Ok(Engine::new(ckeep_store::open(store)?))
 }
 
 /// Loads a model (name, directory or URL) behind the embedding cache, unless `no_cache`.

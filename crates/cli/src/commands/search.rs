@@ -1,6 +1,5 @@
 //! `ckeep search`.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use ckeep_engine::SearchRequest;
@@ -10,7 +9,7 @@ use crate::args::SearchArgs;
 use crate::output::{Output, outln, snippet};
 
 pub fn run(
-    store: &Path,
+    store: &str,
     args: &SearchArgs,
     no_cache: bool,
     out: &Output,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use ckeep_server::{AppState, Limits, ServerConfig};
-use ckeep_store::{SqliteStore, StoreRead};
+use ckeep_store::StoreRead;
 
 use crate::UsageError;
 use crate::args::ServeArgs;
@@ -30,7 +30,7 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
 }
 
 pub fn run(
-    store: &Path,
+    store: &str,
     args: &ServeArgs,
     no_cache: bool,
     out: &Output,
@@ -66,7 +66,7 @@ pub fn run(
     // The model: the flag's, else the store's.
     let model = match &args.model {
         Some(m) => Some(m.clone()),
-        None => match SqliteStore::open(store) {
+        None => match ckeep_store::open(store) {
             Ok(s) => super::stored_model(&s.manifest()?),
             Err(ckeep_store::Error::NotFound { .. }) => None,
             Err(e) => return Err(e.into()),
@@ -87,7 +87,7 @@ pub fn run(
             // One line, so a supervising program can read the address before any request.
             let line = serde_json::json!({
                 "listening": format!("http://{addr}"),
-                "store": store.display().to_string(),
+                "store": store.to_string(),
                 "model": model,
             });
             let mut stdout = std::io::stdout().lock();
@@ -96,7 +96,7 @@ pub fn run(
         }
         out.note(format!(
             "ckeep serve: listening on http://{addr} (store {}, model {}); Ctrl-C stops",
-            store.display(),
+            store,
             model.as_deref().unwrap_or("none: BM25 only")
         ));
         ckeep_server::serve(listener, state, ckeep_server::shutdown_signal()).await?;

@@ -1,7 +1,6 @@
 //! `ckeep show`: the stored text byte for byte, or its chunks.
 
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::anyhow;
@@ -18,7 +17,7 @@ struct ChunkOut<'a> {
     text: &'a str,
 }
 
-pub fn run(store: &Path, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCode> {
+pub fn run(store: &str, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCode> {
     let engine = super::open(store)?;
     let store = engine.store();
     let doc = store

@@ -56,7 +56,9 @@ pub struct TestServer {
 impl TestServer {
     pub fn new(config: ServerConfig) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let state = AppState::open(&dir.path().join("store"), Some(minilm()), config).unwrap();
+        let state =
+            AppState::open(&dir.path().join("store").display().to_string(), Some(minilm()), config)
+                .unwrap();
         Self { state, dir }
     }
 

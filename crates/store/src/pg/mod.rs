@@ -67,10 +67,19 @@ impl PgStore {
         Self::connect(url, true)
     }
 
-    fn connect(url: &str, create: bool) -> Result<Self> {
-        let location = redact(url);
+    /// Creates database `name` on the server at `url` (replacing one of that name, so a
+    /// benchmark or evaluation starts empty) and returns its URL.
+    pub fn create_database(url: &str, name: &str) -> Result<String> {
+        let mut client = Self::config(url)?.connect(NoTls)?;
+        let ident = format!("\"{}\"", name.replace('"', "\"\""));
+        client.batch_execute(&format!("DROP DATABASE IF EXISTS {ident} WITH (FORCE)"))?;
+        client.batch_execute(&format!("CREATE DATABASE {ident}"))?;
+        Ok(replace_database(url, name))
+    }
+
+    fn config(url: &str) -> Result<Config> {
         let mut config: Config = url.parse().map_err(|e: postgres::Error| Error::NotAStore {
-            path: location.clone(),
+            path: redact(url),
             reason: format!("not a valid PostgreSQL URL ({e})"),
         })?;
         if config.get_connect_timeout().is_none() {
@@ -79,7 +88,12 @@ impl PgStore {
         if config.get_application_name().is_none() {
             config.application_name("ckeep");
         }
-        let client = config.connect(NoTls)?;
+        Ok(config)
+    }
+
+    fn connect(url: &str, create: bool) -> Result<Self> {
+        let location = redact(url);
+        let client = Self::config(url)?.connect(NoTls)?;
         let store = Self {
             client: RefCell::new(client),
             location,
@@ -168,8 +182,32 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// `url` with its database replaced by `db`.
+fn replace_database(url: &str, db: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[scheme_end..].find('/') {
+        Some(slash) => &base[..scheme_end + slash],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{db}?{q}"),
+        None => format!("{base}/{db}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn databases_are_replaced_in_urls() {
+        assert_eq!(super::replace_database("postgres://u@h:5/postgres", "x"), "postgres://u@h:5/x");
+        assert_eq!(super::replace_database("postgres://u@h:5", "x"), "postgres://u@h:5/x");
+        assert_eq!(
+            super::replace_database("postgres://h/a?sslmode=disable", "b"),
+            "postgres://h/b?sslmode=disable"
+        );
+    }
+
     #[test]
     fn passwords_are_not_shown() {
         assert_eq!(super::redact("postgres://u:secret@h:5/db"), "postgres://u@h:5/db");

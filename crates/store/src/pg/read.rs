@@ -374,6 +374,10 @@ impl StoreRead for PgStore {
         Ok(())
     }
 
+    fn searches_vectors(&self) -> bool {
+        true
+    }
+
     fn nearest(
         &self,
         repr: &str,

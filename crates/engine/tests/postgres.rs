@@ -1,0 +1,279 @@
+//! The engine on PostgreSQL + pgvector, against real servers from `scripts/pg.sh` and the real
+//! all-MiniLM-L6-v2: the same answers as the embedded store, on one server and sharded across
+//! two behind a coordinator; a streaming replica serving reads; and a server crash during ingest
+//! that loses nothing acknowledged and shows nothing half-written.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+
+use ckeep_core::Document;
+use ckeep_embed::Embedder;
+use ckeep_engine::{Engine, SearchRequest, Strategy};
+use ckeep_store::test_postgres::{Server, fresh_database, script};
+use ckeep_store::{DynStore, PgStore, SqliteStore, StoreRead, StoreWrite};
+
+fn model() -> Arc<dyn Embedder> {
+    ckeep_embed::load("all-MiniLM-L6-v2").expect("ckeep model pull all-MiniLM-L6-v2")
+}
+
+fn data() -> PathBuf {
+    std::env::var_os("CKEEP_DATA").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        PathBuf::from,
+    )
+}
+
+/// The first `n` SciFact abstracts.
+fn scifact(n: usize) -> Vec<Document> {
+    let text = std::fs::read_to_string(data().join("beir_scifact/corpus.jsonl")).unwrap();
+    text.lines()
+        .take(n)
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let mut d = Document::new(
+                v["_id"].as_str().unwrap(),
+                v["title"].as_str().unwrap(),
+                v["text"].as_str().unwrap(),
+            );
+            d.metadata = serde_json::json!({"year": v["_id"].as_str().unwrap().len() % 3});
+            d
+        })
+        .collect()
+}
+
+/// The first `n` SciFact queries.
+fn queries(n: usize) -> Vec<String> {
+    let text = std::fs::read_to_string(data().join("beir_scifact/queries.jsonl")).unwrap();
+    text.lines()
+        .take(n)
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+fn index(store: DynStore, model: &Arc<dyn Embedder>, docs: &[Document]) -> Engine<DynStore> {
+    let mut engine = Engine::new(store).with_embedder(Arc::clone(model));
+    let mut ingest = engine.ingest(&"sentences:3".parse().unwrap()).unwrap();
+    for d in docs {
+        ingest.add(d.clone()).unwrap();
+    }
+    ingest.finish().unwrap();
+    engine
+}
+
+const STRATEGIES: &[&str] = &[
+    "level=doc",
+    "level=chunk,expand=window:1",
+    "mode=dense,level=chunk,exact=true",
+    "mode=dense,level=doc,agg=mean:3,exact=true",
+    "mode=hybrid,level=doc,exact=true",
+    "mode=hybrid:linear=0.5,level=chunk,exact=true",
+];
+
+/// Every query under every strategy (and one metadata filter): ids, ranks, spans, texts and
+/// scores, to the bit.
+fn answers(engine: &Engine<DynStore>, queries: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for spec in STRATEGIES {
+        let strategy: Strategy = spec.parse().unwrap();
+        for (i, q) in queries.iter().enumerate() {
+            let filter = (i % 4 == 0)
+                .then(|| serde_json::from_value(serde_json::json!({"year": 1})).unwrap());
+            let req = SearchRequest {
+                query: q.clone(),
+                strategy: strategy.clone(),
+                explain: false,
+                filter,
+            };
+            for r in engine.search(&req).unwrap().results {
+                out.push(format!(
+                    "{spec} q{i} #{} {} {:?} {:08x} {}",
+                    r.rank,
+                    r.doc_id,
+                    r.spans,
+                    r.score.to_bits(),
+                    r.text
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn one_server_and_two_shards_answer_exactly_as_sqlite() {
+    let model = model();
+    let docs = scifact(300);
+    let queries = queries(24);
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = index(Box::new(SqliteStore::open_or_create(dir.path()).unwrap()), &model, &docs);
+    let expected = answers(&sqlite, &queries);
+    assert!(expected.len() > 500, "{} results", expected.len());
+
+    let single = PgStore::open_or_create(&fresh_database("parity")).unwrap();
+    let single = index(Box::new(single), &model, &docs);
+    assert_eq!(answers(&single, &queries), expected, "one PostgreSQL server");
+
+    let coordinator = Server::start("coordinator");
+    let shards = [Server::start("shard0"), Server::start("shard1")];
+    let out = Command::new("bash")
+        .arg(script().with_file_name("pg_shard.sh"))
+        .arg(&coordinator.url)
+        .args(shards.iter().map(|s| &s.url))
+        .args(["--hnsw", "plain:384"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sharded =
+        index(Box::new(PgStore::open_or_create(&coordinator.url).unwrap()), &model, &docs);
+    assert_eq!(answers(&sharded, &queries), expected, "sharded across two servers");
+    // Both shards hold documents, and together all of them.
+    let counts: Vec<i64> = shards
+        .iter()
+        .map(|s| {
+            let mut c = postgres::Client::connect(&s.url, postgres::NoTls).unwrap();
+            c.query_one("SELECT count(*) FROM ckeep.documents", &[]).unwrap().get(0)
+        })
+        .collect();
+    assert!(counts.iter().all(|&n| n > 50), "{counts:?}");
+    assert_eq!(counts.iter().sum::<i64>(), docs.len() as i64);
+    assert!(sharded.store().check().unwrap().is_ok());
+
+    // Approximate search by the HNSW index inside PostgreSQL finds what the exact scan finds.
+    let approximate: Strategy = "mode=dense,level=chunk,k=10".parse().unwrap();
+    let exact: Strategy = "mode=dense,level=chunk,k=10,exact=true".parse().unwrap();
+    let (mut found, mut total) = (0, 0);
+    for q in &queries {
+        let ids = |s: &Strategy| -> Vec<i64> {
+            let req = SearchRequest {
+                query: q.clone(),
+                strategy: s.clone(),
+                explain: false,
+                filter: None,
+            };
+            single.search(&req).unwrap().results.iter().map(|r| r.chunks[0].chunk_id.0).collect()
+        };
+        let truth = ids(&exact);
+        found += ids(&approximate).iter().filter(|id| truth.contains(id)).count();
+        total += truth.len();
+    }
+    assert!(found as f64 >= 0.95 * total as f64, "recall@10 {found}/{total}");
+}
+
+#[test]
+fn a_streaming_replica_serves_the_same_reads_and_refuses_writes() {
+    let model = model();
+    let primary = Server::start("primary");
+    let mut engine =
+        index(Box::new(PgStore::open_or_create(&primary.url).unwrap()), &model, &scifact(60));
+    let replica_dir = primary
+        .dir
+        .with_file_name(format!("{}-replica", primary.dir.file_name().unwrap().to_string_lossy()));
+    let out = Command::new("bash")
+        .arg(script())
+        .arg("replica")
+        .arg(&primary.dir)
+        .arg(&replica_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let replica =
+        Server { dir: replica_dir, url: String::from_utf8(out.stdout).unwrap().trim().to_string() };
+    replica.watch(std::process::id());
+    // A write after the base backup reaches the replica by streaming.
+    let mut ingest = engine.ingest(&"sentences:3".parse().unwrap()).unwrap();
+    ingest
+        .add(Document::new(
+            "late",
+            "",
+            "Streaming replication carries this sentence about telomeres.",
+        ))
+        .unwrap();
+    ingest.finish().unwrap();
+    let generation = engine.store().generation().unwrap();
+    let mut reader = Engine::new(Box::new(PgStore::open(&replica.url).unwrap()) as DynStore)
+        .with_embedder(model);
+    for _ in 0..100 {
+        if reader.store().generation().unwrap() >= generation {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let queries = queries(8);
+    assert_eq!(answers(&reader, &queries), answers(&engine, &queries));
+    assert!(reader.store().document("late").unwrap().is_some());
+    let err = reader.store_mut().remove(&["late".to_string()]).unwrap_err().to_string();
+    assert!(err.contains("read-only"), "{err}");
+}
+
+#[test]
+fn a_crash_during_ingest_loses_nothing_acknowledged_and_shows_nothing_half_written() {
+    let model = model();
+    let server = Server::start("crash");
+    let docs = scifact(400);
+    let mut engine =
+        Engine::new(Box::new(PgStore::open_or_create(&server.url).unwrap()) as DynStore)
+            .with_embedder(model);
+    let chunker: ckeep_text::ChunkerSpec = "sentences:3".parse().unwrap();
+    // Batches of 10 documents, each acknowledged when `finish` returns; the server is killed
+    // from another thread while they go in.
+    let crash = {
+        let dir = server.dir.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            Server { dir, url: String::new() }.crash();
+        })
+    };
+    let mut acknowledged = Vec::new();
+    let mut error = None;
+    for batch in docs.chunks(10) {
+        let result = (|| {
+            let mut ingest = engine.ingest(&chunker)?;
+            for d in batch {
+                ingest.add(d.clone())?;
+            }
+            ingest.finish()
+        })();
+        match result {
+            Ok(_) => acknowledged.extend(batch.iter().map(|d| d.id.clone())),
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    crash.join().unwrap();
+    let error = error.expect("the crash interrupted the ingest");
+    assert!(error.contains("PostgreSQL"), "a clear error: {error}");
+    assert!(
+        !acknowledged.is_empty() && acknowledged.len() < docs.len(),
+        "{} acknowledged",
+        acknowledged.len()
+    );
+
+    eprintln!(
+        "{} documents acknowledged before the crash; the writer saw: {error}",
+        acknowledged.len()
+    );
+    let restarted = Server::start_in(server.dir.clone());
+    assert_eq!(restarted.url, server.url, "same port after a restart");
+    let store = PgStore::open(&server.url).unwrap();
+    let stored = store.document_ids().unwrap();
+    for id in &acknowledged {
+        assert!(stored.contains(id), "acknowledged document {id} was lost");
+    }
+    // Whatever is stored is whole: chunk tree, statistics and one vector per leaf chunk.
+    assert!(store.check().unwrap().is_ok(), "{:?}", store.check().unwrap().problems);
+    let stats = store.stats().unwrap();
+    assert_eq!(stats.representations[0].vectors, stats.leaf_chunks);
+    assert_eq!(stats.lexical[0].chunks, stats.leaf_chunks);
+    assert!(
+        stored.len() <= acknowledged.len() + 10,
+        "at most the batch in flight was committed unacknowledged"
+    );
+}
