@@ -13,89 +13,18 @@
 //!
 //! Run: `cargo bench -p ckeep-engine --bench latency` (needs `ckeep model pull all-MiniLM-L6-v2`).
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ckeep_core::Document;
 use ckeep_embed::{CachedEmbedder, Embedder, EmbeddingCache, InputKind};
 use ckeep_engine::{Engine, Mode, SearchRequest, Strategy};
 use ckeep_index::{Fusion, dot_all, simd};
 use ckeep_store::{SqliteStore, StoreRead};
-use ckeep_text::Loader;
-use ckeep_text::load::{Format, Source};
 use rayon::prelude::*;
 
-const MODEL: &str = "all-MiniLM-L6-v2";
+mod common;
 
-fn data_dir() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
-
-fn jsonl(path: &Path, prefix: &str) -> Vec<Document> {
-    let docs = Loader::default()
-        .load(&Source::File(path.to_path_buf(), Format::Jsonl))
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .documents;
-    docs.into_iter()
-        .map(|mut d| {
-            d.id = format!("{prefix}/{}", d.id);
-            d
-        })
-        .collect()
-}
-
-fn corpus(data: &Path) -> Vec<Document> {
-    let mut docs = jsonl(&data.join("beir_scifact/corpus.jsonl"), "scifact");
-    docs.extend(jsonl(&data.join("squad_dev/longdoc-v1.1.docs.jsonl"), "squad"));
-    docs.extend(jsonl(&data.join("wikitext2_test/articles.jsonl"), "wikitext"));
-    let raw = std::fs::read_to_string(data.join("wiki_vital_summaries_en/summaries_en-us.json"))
-        .expect("wiki summaries");
-    let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&raw).unwrap();
-    for (id, v) in &map {
-        let text = v["extract"].as_str().unwrap_or("");
-        if !text.trim().is_empty() {
-            docs.push(Document::new(format!("wiki/{id}"), v["title"].as_str().unwrap_or(""), text));
-        }
-    }
-    docs
-}
-
-fn queries(data: &Path) -> Vec<String> {
-    let field = |path: PathBuf, name: &str, take: usize| -> Vec<String> {
-        std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-            .lines()
-            .take(take)
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()[name].to_string())
-            .collect()
-    };
-    let mut q = field(data.join("beir_scifact/queries.jsonl"), "text", usize::MAX);
-    q.extend(field(data.join("squad_dev/longdoc-v1.1.queries.jsonl"), "question", 1000));
-    q
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3
-}
-
-/// Median, 99th percentile (ms) and throughput (queries/s) of one pass over `queries`.
-fn measure(queries: &[String], mut run: impl FnMut(&str)) -> (f64, f64, f64) {
-    let mut times: Vec<Duration> = queries
-        .iter()
-        .map(|q| {
-            let t = Instant::now();
-            run(q);
-            t.elapsed()
-        })
-        .collect();
-    times.sort_unstable();
-    let total: Duration = times.iter().sum();
-    (percentile(&times, 0.5), percentile(&times, 0.99), times.len() as f64 / total.as_secs_f64())
-}
+use common::{MODEL, corpus, data_dir, measure, queries};
 
 /// The fastest of `runs` timed calls of `f`.
 fn best_of(runs: usize, mut f: impl FnMut()) -> Duration {

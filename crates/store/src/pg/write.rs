@@ -215,9 +215,16 @@ impl<'a> Rows<'a> {
     }
 }
 
+/// pgvector's HNSW index takes vectors of at most this many dimensions; larger ones (e.g.
+/// 3,072-d) are searched by exact scan.
+const HNSW_MAX_DIM: usize = 2000;
+
 /// Creates a representation's HNSW index unless it exists. Built once over the vectors copied
 /// so far, then maintained by PostgreSQL on every insert.
 fn ensure_vector_index(tx: &mut Transaction<'_>, repr: &str, dim: usize) -> Result<()> {
+    if dim > HNSW_MAX_DIM {
+        return Ok(());
+    }
     tx.batch_execute(&format!(
         "CREATE INDEX IF NOT EXISTS {} ON ckeep.vectors USING hnsw ((vec::vector({dim})) vector_cosine_ops) WHERE repr = {}",
         vector_index_name(repr),
