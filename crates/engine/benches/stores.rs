@@ -36,7 +36,7 @@ fn ingest(
         ingest.add(d.clone()).unwrap();
     }
     let report = ingest.finish().unwrap();
-    (engine, started.elapsed().as_secs_f64(), report.chunks as u64)
+    (engine, started.elapsed().as_secs_f64(), report.chunks)
 }
 
 fn main() {
