@@ -2,7 +2,7 @@
 //! from the store → explain.
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey, Span};
-use ckeep_store::{MetadataFilter, ReadSnapshot};
+use ckeep_store::{MetadataFilter, ReadSnapshot, StoredChunk};
 use std::collections::{HashMap, HashSet};
 
 use ckeep_index::{DocHit, FusedParts, TermExplanation, top_k};
@@ -227,16 +227,17 @@ impl<S: StoreRead> Engine<S> {
                 fuse_documents(lists, strategy.k)
             }
         };
+        // Every result's chunks in one look-up (one round trip on a database server).
+        let ids: Vec<ChunkId> =
+            groups.iter().flat_map(|g| g.chunks.iter().map(|h| h.chunk)).collect();
+        let records: HashMap<ChunkId, StoredChunk> =
+            self.store.chunks_by_id(&ids)?.into_iter().map(|r| (r.id, r)).collect();
         let mut contexts = Vec::with_capacity(groups.len());
         for group in groups {
-            let ids: Vec<ChunkId> = group.chunks.iter().map(|h| h.chunk).collect();
-            let records = self.store.chunks_by_id(&ids)?;
             let chunks: Vec<(ChunkHit, Span)> = group
                 .chunks
                 .iter()
-                .filter_map(|h| {
-                    records.iter().find(|r| r.id == h.chunk).map(|r| (*h, r.chunk.span))
-                })
+                .filter_map(|h| records.get(&h.chunk).map(|r| (*h, r.chunk.span)))
                 .collect();
             // A document result shows its best chunks' text; all its chunks are listed.
             let mut spans: Vec<Span> =
@@ -247,25 +248,29 @@ impl<S: StoreRead> Engine<S> {
                 score: group.score,
                 spans,
                 chunks,
-                headings: records.first().map(|r| r.chunk.heading_path()).unwrap_or_default(),
+                headings: group
+                    .chunks
+                    .iter()
+                    .find_map(|h| records.get(&h.chunk))
+                    .map(|r| r.chunk.heading_path())
+                    .unwrap_or_default(),
                 node: None,
             });
         }
         let contexts = self.expand(contexts, strategy.expand)?;
+        // Every text and document id in one look-up each.
+        let wanted: Vec<(DocKey, Span)> =
+            contexts.iter().flat_map(|c| c.spans.iter().map(|s| (c.doc, *s))).collect();
+        let mut texts = self.store.span_texts(&wanted)?.into_iter();
+        let mut keys: Vec<DocKey> = contexts.iter().map(|c| c.doc).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let ids: HashMap<DocKey, String> =
+            keys.iter().copied().zip(self.store.doc_ids_by_key(&keys)?).collect();
         let mut results = Vec::with_capacity(contexts.len());
-        let mut ids: HashMap<DocKey, String> = HashMap::new();
         for (i, c) in contexts.into_iter().enumerate() {
-            let texts = c
-                .spans
-                .iter()
-                .map(|s| self.store.span_text(c.doc, *s))
-                .collect::<Result<Vec<_>, _>>()?;
-            let doc_id = match ids.entry(c.doc) {
-                std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(self.doc_id(c.doc)?).clone()
-                }
-            };
+            let texts: Vec<String> = texts.by_ref().take(c.spans.len()).collect();
+            let doc_id = ids.get(&c.doc).cloned().unwrap_or_default();
             results.push(SearchResult {
                 rank: i + 1,
                 doc_id,
@@ -363,10 +368,6 @@ impl<S: StoreRead> Engine<S> {
                 .then(|| strategy.repr_spec()),
             chunks: chunks.iter().map(chunk).collect(),
         }
-    }
-
-    fn doc_id(&self, key: DocKey) -> Result<String> {
-        Ok(self.store.doc_ids_by_key(&[key])?.pop().unwrap_or_default())
     }
 }
 

@@ -69,6 +69,9 @@ impl<T: StoreRead + ?Sized> StoreRead for Box<T> {
     fn span_text(&self, key: DocKey, span: Span) -> Result<String> {
         (**self).span_text(key, span)
     }
+    fn span_texts(&self, spans: &[(DocKey, Span)]) -> Result<Vec<String>> {
+        (**self).span_texts(spans)
+    }
     fn postings(&self, field: &str, terms: &[String]) -> Result<(LexicalStats, Vec<Vec<Posting>>)> {
         (**self).postings(field, terms)
     }

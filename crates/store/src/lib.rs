@@ -148,6 +148,10 @@ pub trait StoreRead {
     fn doc_ids_by_key(&self, keys: &[ckeep_core::DocKey]) -> Result<Vec<String>>;
     /// The text of `span` in document `key`.
     fn span_text(&self, key: ckeep_core::DocKey, span: ckeep_core::Span) -> Result<String>;
+    /// The texts of several spans, in the order asked (one round trip where that matters).
+    fn span_texts(&self, spans: &[(ckeep_core::DocKey, ckeep_core::Span)]) -> Result<Vec<String>> {
+        spans.iter().map(|(key, span)| self.span_text(*key, *span)).collect()
+    }
     /// Statistics of a lexical field and the posting list of each term (sorted by chunk id).
     fn postings(
         &self,

@@ -13,7 +13,7 @@ mod read;
 mod write;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use postgres::{Client, Config, GenericClient, NoTls};
@@ -41,6 +41,10 @@ pub struct PgStore {
     in_read: Cell<bool>,
     /// Representations known to have their HNSW index.
     indexed: RefCell<HashSet<String>>,
+    /// Statements prepared on this connection, by SQL text.
+    statements: RefCell<HashMap<String, postgres::Statement>>,
+    /// The `hnsw.ef_search` this session is set to (0: the server's default).
+    ef_search: Cell<usize>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -99,6 +103,8 @@ impl PgStore {
             location,
             in_read: Cell::new(false),
             indexed: RefCell::new(HashSet::new()),
+            statements: RefCell::new(HashMap::new()),
+            ef_search: Cell::new(0),
         };
         store.migrate(create)?;
         Ok(store)

@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 
 use ckeep_core::{Chunk, ChunkId, DocKey, Document, LexicalStats, Posting, Span};
-use postgres::{Client, Row};
+use postgres::types::ToSql;
+use postgres::{Client, Row, Statement};
 
 use super::PgStore;
 use super::write::literal;
@@ -63,31 +64,37 @@ fn matrix(rows: &[Row], repr: &str) -> Result<VectorMatrix> {
 }
 
 impl PgStore {
-    /// Runs `f` inside a read-only transaction: the snapshot's when one is open, else its own
-    /// (so `SET LOCAL`-style settings end with it).
-    fn in_transaction<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
+    /// A prepared statement for `sql`, prepared once per connection: a query then costs one
+    /// round trip instead of two.
+    fn prepared(&self, client: &mut Client, sql: &str) -> Result<Statement> {
+        if let Some(s) = self.statements.borrow().get(sql) {
+            return Ok(s.clone());
+        }
+        let statement = client.prepare(sql)?;
+        self.statements.borrow_mut().insert(sql.to_string(), statement.clone());
+        Ok(statement)
+    }
+
+    fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let mut client = self.client.borrow_mut();
-        if self.in_read.get() {
-            return f(&mut client);
-        }
-        client.batch_execute("BEGIN READ ONLY")?;
-        match f(&mut client) {
-            Ok(v) => {
-                client.batch_execute("COMMIT")?;
-                Ok(v)
-            }
-            Err(e) => {
-                let _ = client.batch_execute("ROLLBACK");
-                Err(e)
-            }
-        }
+        let statement = self.prepared(&mut client, sql)?;
+        Ok(client.query(&statement, params)?)
+    }
+
+    fn query_opt(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        let mut client = self.client.borrow_mut();
+        let statement = self.prepared(&mut client, sql)?;
+        Ok(client.query_opt(&statement, params)?)
+    }
+
+    fn query_one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let mut client = self.client.borrow_mut();
+        let statement = self.prepared(&mut client, sql)?;
+        Ok(client.query_one(&statement, params)?)
     }
 
     fn disk_bytes(&self) -> Result<u64> {
-        let bytes: i64 = self
-            .client
-            .borrow_mut()
-            .query_one(
+        let bytes: i64 = self.query_one(
                 "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
                  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'ckeep' AND c.relkind = 'r'",
                 &[],
@@ -103,10 +110,7 @@ impl StoreRead for PgStore {
     }
 
     fn manifest(&self) -> Result<Manifest> {
-        let row = self
-            .client
-            .borrow_mut()
-            .query_one("SELECT value FROM ckeep.meta WHERE key = 'manifest'", &[])?;
+        let row = self.query_one("SELECT value FROM ckeep.meta WHERE key = 'manifest'", &[])?;
         serde_json::from_str(row.get(0)).map_err(|e| Error::NotAStore {
             path: self.location.clone(),
             reason: format!("unreadable manifest: {e}"),
@@ -114,7 +118,7 @@ impl StoreRead for PgStore {
     }
 
     fn document(&self, id: &str) -> Result<Option<StoredDocument>> {
-        let row = self.client.borrow_mut().query_opt(
+        let row = self.query_opt(
             "SELECT key, id, title, text, metadata, source, hash,
                     (SELECT count(*) FROM ckeep.chunks c WHERE c.doc = d.key)
              FROM ckeep.documents d WHERE id = $1",
@@ -141,19 +145,13 @@ impl StoreRead for PgStore {
     }
 
     fn document_hash(&self, id: &str) -> Result<Option<String>> {
-        let row = self
-            .client
-            .borrow_mut()
-            .query_opt("SELECT hash FROM ckeep.documents WHERE id = $1", &[&id])?;
+        let row = self.query_opt("SELECT hash FROM ckeep.documents WHERE id = $1", &[&id])?;
         Ok(row.map(|r| r.get(0)))
     }
 
     fn document_ids(&self) -> Result<Vec<String>> {
         // Byte order, as SQLite sorts: independent of the database's collation.
-        let rows = self
-            .client
-            .borrow_mut()
-            .query("SELECT id FROM ckeep.documents ORDER BY id COLLATE \"C\"", &[])?;
+        let rows = self.query("SELECT id FROM ckeep.documents ORDER BY id COLLATE \"C\"", &[])?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
@@ -161,7 +159,7 @@ impl StoreRead for PgStore {
         let sql = format!(
             "SELECT {CHUNK_COLUMNS} FROM ckeep.chunks c JOIN ckeep.documents d ON d.key = c.doc WHERE d.id = $1 ORDER BY c.ordinal"
         );
-        let rows = self.client.borrow_mut().query(&sql, &[&id])?;
+        let rows = self.query(&sql, &[&id])?;
         Ok(rows.iter().map(read_chunk).collect())
     }
 
@@ -170,7 +168,7 @@ impl StoreRead for PgStore {
         let sql = format!(
             "SELECT {CHUNK_COLUMNS} FROM ckeep.chunks c JOIN ckeep.documents d ON d.key = c.doc WHERE c.id = ANY($1)"
         );
-        let rows = self.client.borrow_mut().query(&sql, &[&keys])?;
+        let rows = self.query(&sql, &[&keys])?;
         let mut found: HashMap<ChunkId, StoredChunk> =
             rows.iter().map(read_chunk).map(|c| (c.id, c)).collect();
         Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
@@ -178,31 +176,44 @@ impl StoreRead for PgStore {
 
     fn live_chunks(&self, ids: &[ChunkId]) -> Result<Vec<ChunkId>> {
         let keys: Vec<i64> = ids.iter().map(|c| c.0).collect();
-        let rows = self
-            .client
-            .borrow_mut()
-            .query("SELECT id FROM ckeep.chunks WHERE id = ANY($1)", &[&keys])?;
+        let rows = self.query("SELECT id FROM ckeep.chunks WHERE id = ANY($1)", &[&keys])?;
         let live: std::collections::HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
         Ok(ids.iter().filter(|id| live.contains(&id.0)).copied().collect())
     }
 
     fn doc_ids_by_key(&self, keys: &[DocKey]) -> Result<Vec<String>> {
         let asked: Vec<i64> = keys.iter().map(|k| k.0).collect();
-        let rows = self
-            .client
-            .borrow_mut()
-            .query("SELECT key, id FROM ckeep.documents WHERE key = ANY($1)", &[&asked])?;
+        let rows =
+            self.query("SELECT key, id FROM ckeep.documents WHERE key = ANY($1)", &[&asked])?;
         let ids: HashMap<i64, String> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         asked.iter().map(|k| ids.get(k).cloned().ok_or(Error::UnknownKey(*k))).collect()
     }
 
     fn span_text(&self, key: DocKey, span: Span) -> Result<String> {
-        let row = self.client.borrow_mut().query_opt(
+        let row = self.query_opt(
             "SELECT substring(text FROM $2::bigint::int FOR $3::bigint::int) FROM ckeep.documents WHERE key = $1",
             &[&key.0, &(span.start as i64 + 1), &(span.len() as i64)],
         )?;
         let bytes: Vec<u8> = row.ok_or(Error::UnknownKey(key.0))?.get(0);
         Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn span_texts(&self, spans: &[(DocKey, Span)]) -> Result<Vec<String>> {
+        let keys: Vec<i64> = spans.iter().map(|(k, _)| k.0).collect();
+        let starts: Vec<i64> = spans.iter().map(|(_, s)| s.start as i64 + 1).collect();
+        let lens: Vec<i64> = spans.iter().map(|(_, s)| s.len() as i64).collect();
+        let rows = self.query(
+            "SELECT x.i, substring(d.text FROM x.s::int FOR x.l::int)
+             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS x(key, s, l, i)
+             JOIN ckeep.documents d ON d.key = x.key",
+            &[&keys, &starts, &lens],
+        )?;
+        let mut texts: Vec<Option<String>> = vec![None; spans.len()];
+        for r in &rows {
+            let i = r.get::<_, i64>(0) as usize - 1;
+            texts[i] = Some(String::from_utf8_lossy(&r.get::<_, Vec<u8>>(1)).into_owned());
+        }
+        texts.into_iter().zip(&keys).map(|(t, k)| t.ok_or(Error::UnknownKey(*k))).collect()
     }
 
     fn postings(&self, field: &str, terms: &[String]) -> Result<(LexicalStats, Vec<Vec<Posting>>)> {
@@ -236,7 +247,7 @@ impl StoreRead for PgStore {
     }
 
     fn vectors(&self, repr: &str) -> Result<VectorMatrix> {
-        let rows = self.client.borrow_mut().query(
+        let rows = self.query(
             "SELECT chunk, doc, vec FROM ckeep.vectors WHERE repr = $1 ORDER BY chunk",
             &[&repr],
         )?;
@@ -244,7 +255,7 @@ impl StoreRead for PgStore {
     }
 
     fn summaries(&self, id: &str) -> Result<Vec<(String, String)>> {
-        let rows = self.client.borrow_mut().query(
+        let rows = self.query(
             "SELECT s.name, s.text FROM ckeep.summaries s JOIN ckeep.documents d ON d.key = s.doc
              WHERE d.id = $1 ORDER BY s.name COLLATE \"C\"",
             &[&id],
@@ -320,22 +331,19 @@ impl StoreRead for PgStore {
                 n,
             ),
         };
-        let rows = self.client.borrow_mut().query(sql, &[&name])?;
+        let rows = self.query(sql, &[&name])?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     fn aux(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        let row = self
-            .client
-            .borrow_mut()
-            .query_opt("SELECT data FROM ckeep.aux WHERE name = $1", &[&name])?;
+        let row = self.query_opt("SELECT data FROM ckeep.aux WHERE name = $1", &[&name])?;
         Ok(row.map(|r| r.get(0)))
     }
 
     fn doc_keys_where(&self, filter: &MetadataFilter) -> Result<Vec<DocKey>> {
         // The filter's own definition decides (as in every backend); the database only skips
         // documents without metadata.
-        let rows = self.client.borrow_mut().query(
+        let rows = self.query(
             "SELECT key, metadata FROM ckeep.documents WHERE metadata IS NOT NULL ORDER BY key",
             &[],
         )?;
@@ -350,10 +358,7 @@ impl StoreRead for PgStore {
     }
 
     fn generation(&self) -> Result<u64> {
-        let row = self
-            .client
-            .borrow_mut()
-            .query_opt("SELECT value FROM ckeep.meta WHERE key = 'generation'", &[])?;
+        let row = self.query_opt("SELECT value FROM ckeep.meta WHERE key = 'generation'", &[])?;
         Ok(row.and_then(|r| r.get::<_, String>(0).parse().ok()).unwrap_or(0))
     }
 
@@ -390,20 +395,27 @@ impl StoreRead for PgStore {
         let limit = k as i64;
         let docs: Option<Vec<i64>> = docs.map(|d| d.iter().map(|k| k.0).collect());
         let within = if docs.is_some() { "AND doc = ANY($3)" } else { "AND $3::bigint[] IS NULL" };
-        let rows = self.in_transaction(|client| {
+        let rows = (|| -> Result<Vec<Row>> {
+            let mut client = self.client.borrow_mut();
+            let client = &mut *client;
             if exact {
                 // Not the indexed expression: the planner scans every vector.
                 let sql = format!(
                     "SELECT chunk, doc, vec FROM ckeep.vectors WHERE repr = $4 {within}
                      ORDER BY vec <=> $1 LIMIT $2"
                 );
-                return Ok(client.query(&sql, &[&q, &limit, &docs, &repr])?);
+                let statement = self.prepared(client, &sql)?;
+                return Ok(client.query(&statement, &[&q, &limit, &docs, &repr])?);
             }
-            let ef = k.clamp(EF_SEARCH, EF_SEARCH_MAX).to_string();
-            client.execute(
-                "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                &[&ef],
-            )?;
+            // Session settings, sent only when they change: one round trip fewer per query.
+            let ef = k.clamp(EF_SEARCH, EF_SEARCH_MAX);
+            if self.ef_search.get() != ef {
+                client.execute(
+                    "SELECT set_config('hnsw.ef_search', $1, false), set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+                    &[&ef.to_string()],
+                )?;
+                self.ef_search.set(ef);
+            }
             // The partial index's expression and predicate, spelled as it was created.
             let dim = query.len();
             let sql = format!(
@@ -411,8 +423,11 @@ impl StoreRead for PgStore {
                  ORDER BY vec::vector({dim}) <=> $1::vector({dim}) LIMIT $2",
                 literal(repr)
             );
-            Ok(client.query(&sql, &[&q, &limit, &docs])?)
-        })?;
+            let statement = self.prepared(client, &sql)?;
+            Ok(client.query(&statement, &[&q, &limit, &docs])?)
+        })();
+        // A failed transaction (a snapshot ended by an error) rolls session settings back too.
+        let rows = rows.inspect_err(|_| self.ef_search.set(0))?;
         matrix(&rows, repr).map(Some)
     }
 }
