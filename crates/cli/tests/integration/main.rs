@@ -7,6 +7,7 @@ mod durability;
 mod eval;
 mod expansion;
 mod models;
+mod postgres;
 mod real_data;
 mod serve;
 mod similarity;
