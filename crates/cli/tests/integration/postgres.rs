@@ -74,3 +74,46 @@ fn missing_stores_and_unreachable_servers_are_clear_errors() {
     assert!(err.contains("PostgreSQL: error connecting to server"), "{err}");
     assert!(!err.contains("secret"), "{err}");
 }
+
+#[test]
+fn serve_on_a_postgres_store_answers_and_stops_cleanly() {
+    use std::io::{BufRead, BufReader};
+    let url = fresh_database("serve");
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ckeep"))
+        .args(["--store", &url, "--json", "serve", "--addr", "127.0.0.1:0", "--readers", "4"])
+        .env_remove("CKEEP_STORE")
+        .env("CKEEP_CACHE", dir.path().join("cache.sqlite"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let started: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let base = started["listening"].as_str().unwrap().to_string();
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let doc = serde_json::json!({"id": "n1", "text": "Owls hunt at night. Larks sing at dawn."});
+    let res = agent.post(format!("{base}/documents")).send_json(&doc).unwrap();
+    assert_eq!(res.status(), 200);
+    let mut res = agent
+        .post(format!("{base}/search"))
+        .send_json(serde_json::json!({"query": "owls at night"}))
+        .unwrap();
+    let found: serde_json::Value = res.body_mut().read_json().unwrap();
+    assert_eq!(found["results"][0]["doc_id"], "n1", "{found}");
+    // SIGTERM: connections are closed outside the async runtime, and the exit is clean.
+    let killed =
+        std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    assert!(killed.unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit status {}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let cache = dir.path().join("cache.sqlite");
+    assert_eq!(
+        json(&url, &cache, &["show", "n1"])["text"],
+        "Owls hunt at night. Larks sing at dawn."
+    );
+}

@@ -30,12 +30,38 @@ const MIGRATION_LOCK: i64 = 0x636b_6565_705f_6d69; // "ckeep_mi"
 /// How long to wait for the server before giving up, unless the URL says otherwise.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The connection, closed on a thread of its own: the synchronous client drives a small
+/// runtime of its own and panics if closed inside an async one (as when a server drops its
+/// state at shutdown).
+struct Connection(Option<Client>);
+
+impl std::ops::Deref for Connection {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        self.0.as_ref().expect("open until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Connection {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.0.as_mut().expect("open until dropped")
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            let _ = std::thread::spawn(move || drop(client)).join();
+        }
+    }
+}
+
 /// A store in a PostgreSQL database (schema `ckeep`), over one connection.
 ///
 /// Like [`crate::SqliteStore`] it is used by one thread at a time; a server opens one per
 /// worker.
 pub struct PgStore {
-    client: RefCell<Client>,
+    client: RefCell<Connection>,
     location: String,
     /// Whether a read snapshot ([`crate::StoreRead::begin_read`]) is open.
     in_read: Cell<bool>,
@@ -99,7 +125,7 @@ impl PgStore {
         let location = redact(url);
         let client = Self::config(url)?.connect(NoTls)?;
         let store = Self {
-            client: RefCell::new(client),
+            client: RefCell::new(Connection(Some(client))),
             location,
             in_read: Cell::new(false),
             indexed: RefCell::new(HashSet::new()),
@@ -113,7 +139,7 @@ impl PgStore {
     /// Creates the schema, or brings an older one up to date; refuses a newer one.
     fn migrate(&self, create: bool) -> Result<()> {
         let mut client = self.client.borrow_mut();
-        let found = schema_version(&mut *client, &self.location)?;
+        let found = schema_version(&mut **client, &self.location)?;
         if found == Some(SCHEMA_VERSION) {
             return Ok(());
         }
