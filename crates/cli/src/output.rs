@@ -51,7 +51,7 @@ impl Output {
 
     /// Reports a failure: on stderr, and as `{"error": …}` on stdout with `--json`.
     pub fn error(&self, err: &anyhow::Error, usage: bool) {
-        let message = format!("{err:#}");
+        let message = error_message(err);
         eprintln!("ckeep: error: {message}");
         if self.json {
             let kind = if usage { "usage" } else { "runtime" };
@@ -99,4 +99,18 @@ pub fn snippet(text: &str, max: usize) -> String {
     }
     let cut: String = flat.chars().take(max).collect();
     format!("{cut}…")
+}
+
+/// An error and its causes in one line, each cause once: many errors already name their cause
+/// in their own message (`path: No such file or directory`), and would show it twice.
+fn error_message(err: &anyhow::Error) -> String {
+    let mut message = err.to_string();
+    for cause in err.chain().skip(1) {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
 }

@@ -148,3 +148,15 @@ fn a_store_from_a_newer_schema_is_refused_untouched() {
     }
     assert_eq!(std::fs::read(&db).unwrap(), bytes_before);
 }
+
+#[test]
+fn a_missing_path_is_named_with_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, before) = seeded(dir.path());
+    let missing = dir.path().join("nope");
+    let (code, err) = fails(&store, &["add", missing.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("nope: No such file or directory"), "{err}");
+    assert_eq!(err.matches("No such file").count(), 1, "the cause once: {err}");
+    assert_eq!(snapshot(&store), before);
+}
