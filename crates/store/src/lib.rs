@@ -113,6 +113,11 @@ fn postgres_message(e: &::postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{}: {}", db.severity(), db.message());
     }
+    if e.is_closed() {
+        return "lost the connection to the server (it stopped, or the network failed): every \
+                acknowledged write is stored; the one in flight may or may not be"
+            .into();
+    }
     let mut message = e.to_string();
     let mut cause = std::error::Error::source(e);
     while let Some(c) = cause {

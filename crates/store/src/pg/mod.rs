@@ -33,7 +33,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The connection, closed on a thread of its own: the synchronous client drives a small
 /// runtime of its own and panics if closed inside an async one (as when a server drops its
 /// state at shutdown).
-struct Connection(Option<Client>);
+pub(super) struct Connection(Option<Client>);
 
 impl std::ops::Deref for Connection {
     type Target = Client;
@@ -71,6 +71,8 @@ pub struct PgStore {
     statements: RefCell<HashMap<String, postgres::Statement>>,
     /// The `hnsw.ef_search` this session is set to (0: the server's default).
     ef_search: Cell<usize>,
+    /// How to connect again after the connection was lost.
+    config: Config,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -123,7 +125,8 @@ impl PgStore {
 
     fn connect(url: &str, create: bool) -> Result<Self> {
         let location = redact(url);
-        let client = Self::config(url)?.connect(NoTls)?;
+        let config = Self::config(url)?;
+        let client = config.connect(NoTls)?;
         let store = Self {
             client: RefCell::new(Connection(Some(client))),
             location,
@@ -131,14 +134,28 @@ impl PgStore {
             indexed: RefCell::new(HashSet::new()),
             statements: RefCell::new(HashMap::new()),
             ef_search: Cell::new(0),
+            config,
         };
         store.migrate(create)?;
         Ok(store)
     }
 
+    /// The connection, made again if the last one was lost (the server restarted, the network
+    /// failed): the call that met the failure reported it, the next one works once the server
+    /// is back. Never inside a read snapshot, which the lost connection took with it.
+    pub(super) fn connection(&self) -> Result<std::cell::RefMut<'_, Connection>> {
+        if self.client.borrow().is_closed() && !self.in_read.get() {
+            let client = self.config.connect(NoTls)?;
+            *self.client.borrow_mut() = Connection(Some(client));
+            self.statements.borrow_mut().clear();
+            self.ef_search.set(0);
+        }
+        Ok(self.client.borrow_mut())
+    }
+
     /// Creates the schema, or brings an older one up to date; refuses a newer one.
     fn migrate(&self, create: bool) -> Result<()> {
-        let mut client = self.client.borrow_mut();
+        let mut client = self.connection()?;
         let found = schema_version(&mut **client, &self.location)?;
         if found == Some(SCHEMA_VERSION) {
             return Ok(());

@@ -76,19 +76,19 @@ impl PgStore {
     }
 
     fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
-        let mut client = self.client.borrow_mut();
+        let mut client = self.connection()?;
         let statement = self.prepared(&mut client, sql)?;
         Ok(client.query(&statement, params)?)
     }
 
     fn query_opt(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
-        let mut client = self.client.borrow_mut();
+        let mut client = self.connection()?;
         let statement = self.prepared(&mut client, sql)?;
         Ok(client.query_opt(&statement, params)?)
     }
 
     fn query_one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
-        let mut client = self.client.borrow_mut();
+        let mut client = self.connection()?;
         let statement = self.prepared(&mut client, sql)?;
         Ok(client.query_one(&statement, params)?)
     }
@@ -217,7 +217,7 @@ impl StoreRead for PgStore {
     }
 
     fn postings(&self, field: &str, terms: &[String]) -> Result<(LexicalStats, Vec<Vec<Posting>>)> {
-        let mut client = self.client.borrow_mut();
+        let mut client = self.connection()?;
         let stats = client
             .query_opt(
                 "SELECT chunks, total_len FROM ckeep.lex_fields WHERE field = $1",
@@ -264,7 +264,7 @@ impl StoreRead for PgStore {
     }
 
     fn stats(&self) -> Result<StoreStats> {
-        let mut client = self.client.borrow_mut();
+        let mut client = self.connection()?;
         let docs = client.query_one(
             "SELECT count(*), coalesce(sum(length(text)), 0)::bigint FROM ckeep.documents",
             &[],
@@ -313,7 +313,7 @@ impl StoreRead for PgStore {
     }
 
     fn check(&self) -> Result<CheckReport> {
-        super::check::run(&mut self.client.borrow_mut())
+        super::check::run(&mut *self.connection()?)
     }
 
     fn documents_lacking(&self, what: Lacking<'_>) -> Result<Vec<String>> {
@@ -366,9 +366,7 @@ impl StoreRead for PgStore {
         if self.in_read.get() {
             return Ok(false);
         }
-        self.client
-            .borrow_mut()
-            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        self.connection()?.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
         self.in_read.set(true);
         Ok(true)
     }
@@ -396,7 +394,7 @@ impl StoreRead for PgStore {
         let docs: Option<Vec<i64>> = docs.map(|d| d.iter().map(|k| k.0).collect());
         let within = if docs.is_some() { "AND doc = ANY($3)" } else { "AND $3::bigint[] IS NULL" };
         let rows = (|| -> Result<Vec<Row>> {
-            let mut client = self.client.borrow_mut();
+            let mut client = self.connection()?;
             let client = &mut *client;
             if exact {
                 // Not the indexed expression: the planner scans every vector.

@@ -271,7 +271,8 @@ pub(super) fn literal(s: &str) -> String {
 impl PgStore {
     /// Inserts documents (replacing stored ones of the same id) in one transaction.
     fn insert_documents(&mut self, docs: &[&DocumentWrite]) -> Result<()> {
-        let mut tx = self.client.get_mut().transaction()?;
+        let mut client = self.connection()?;
+        let mut tx = client.transaction()?;
         bump_generation(&mut tx)?;
         let ids: Vec<&str> = docs.iter().map(|d| d.document.id.as_str()).collect();
         let old: Vec<i64> = tx
@@ -339,6 +340,7 @@ impl PgStore {
         )?;
         let ensured = rows.write(&self.indexed, &mut tx)?;
         tx.commit()?;
+        drop(client);
         self.indexed.get_mut().extend(ensured);
         Ok(())
     }
@@ -346,7 +348,8 @@ impl PgStore {
 
 impl StoreWrite for PgStore {
     fn set_manifest(&mut self, manifest: &Manifest) -> Result<()> {
-        let mut tx = self.client.get_mut().transaction()?;
+        let mut client = self.connection()?;
+        let mut tx = client.transaction()?;
         bump_generation(&mut tx)?;
         put_manifest(&mut tx, manifest)?;
         tx.commit()?;
@@ -354,7 +357,8 @@ impl StoreWrite for PgStore {
     }
 
     fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
-        let mut tx = self.client.get_mut().transaction()?;
+        let mut client = self.connection()?;
+        let mut tx = client.transaction()?;
         bump_generation(&mut tx)?;
         tx.execute(
             "INSERT INTO ckeep.aux (name, data) VALUES ($1, $2)
@@ -396,7 +400,8 @@ impl StoreWrite for PgStore {
             };
             refuse_nul(&probe)?;
         }
-        let mut tx = self.client.get_mut().transaction()?;
+        let mut client = self.connection()?;
+        let mut tx = client.transaction()?;
         bump_generation(&mut tx)?;
         let mut rows = Rows::default();
         let mut applied = 0;
@@ -449,12 +454,14 @@ impl StoreWrite for PgStore {
         }
         let ensured = rows.write(&self.indexed, &mut tx)?;
         tx.commit()?;
+        drop(client);
         self.indexed.get_mut().extend(ensured);
         Ok(applied)
     }
 
     fn remove(&mut self, ids: &[String]) -> Result<usize> {
-        let mut tx = self.client.get_mut().transaction()?;
+        let mut client = self.connection()?;
+        let mut tx = client.transaction()?;
         bump_generation(&mut tx)?;
         let keys: Vec<i64> = tx
             .query("SELECT key FROM ckeep.documents WHERE id = ANY($1)", &[&ids])?
