@@ -46,6 +46,27 @@ fn is_current(blob: &[u8], stamp: &[u8; 32]) -> bool {
     blob.len() > 32 && blob[..32] == *stamp
 }
 
+/// Vectors of another dimension than the query's cannot be compared with it.
+fn same_dimension(m: &VectorMatrix, q: &[f32]) -> Result<()> {
+    if m.dim == q.len() {
+        return Ok(());
+    }
+    Err(Error::Invalid(format!(
+        "the store's vectors have {} dimensions, the query's {}",
+        m.dim,
+        q.len()
+    )))
+}
+
+/// Every row of `m` scored against `q`: the exact scan, and the scoring of rows a store found.
+fn scan(m: &VectorMatrix, q: &[f32]) -> Vec<ChunkHit> {
+    dot_all(&m.data, m.dim, q)
+        .into_iter()
+        .enumerate()
+        .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
+        .collect()
+}
+
 /// Checks `embedder` against the model recorded in `manifest` (if any).
 pub(crate) fn check_model(manifest: &Manifest, embedder: &dyn Embedder) -> Result<()> {
     match &manifest.model_fingerprint {
@@ -104,13 +125,7 @@ impl<S: StoreRead> Engine<S> {
         if m.is_empty() {
             return Ok(Vec::new());
         }
-        if m.dim != q.len() {
-            return Err(Error::Invalid(format!(
-                "the store's vectors have {} dimensions, the query's {}",
-                m.dim,
-                q.len()
-            )));
-        }
+        same_dimension(&m, q)?;
         let graph = (!exact && m.len() >= ANN_MIN_VECTORS)
             .then(|| self.graph(&repr.key, &m, generation))
             .flatten();
@@ -125,11 +140,7 @@ impl<S: StoreRead> Engine<S> {
                 })
                 .collect()
         } else {
-            dot_all(&m.data, m.dim, q)
-                .into_iter()
-                .enumerate()
-                .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
-                .collect()
+            scan(&m, q)
         };
         if let Some(allowed) = allowed {
             hits.retain(|h| allowed.contains(&h.doc));
@@ -161,20 +172,9 @@ impl<S: StoreRead> Engine<S> {
         if m.is_empty() {
             return Ok(Vec::new());
         }
-        if m.dim != q.len() {
-            return Err(Error::Invalid(format!(
-                "the store's vectors have {} dimensions, the query's {}",
-                m.dim,
-                q.len()
-            )));
-        }
+        same_dimension(&m, q)?;
         m.data.chunks_mut(m.dim).for_each(ckeep_embed::normalize);
-        let hits = dot_all(&m.data, m.dim, q)
-            .into_iter()
-            .enumerate()
-            .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
-            .collect();
-        Ok(top_k(hits, candidates))
+        Ok(top_k(scan(&m, q), candidates))
     }
 
     /// The HNSW graph of `m` (the vectors of representation `key`, read at store generation

@@ -157,6 +157,12 @@ pub fn postings_and_stats(store: &mut dyn StoreWrite) {
     assert_eq!(lists[1][1].tf, 2, "`y y` in b");
     assert!(lists[1].windows(2).all(|w| w[0].chunk < w[1].chunk), "sorted by chunk");
     assert!(lists[2].is_empty());
+    let (_, twice) = store.postings("plain", &["y".into(), "x".into(), "y".into()]).unwrap();
+    assert_eq!(
+        (&twice[0], &twice[1], &twice[2]),
+        (&lists[1], &lists[0], &lists[1]),
+        "a term asked twice"
+    );
     let (none, _) = store.postings("contextual", &[]).unwrap();
     assert_eq!(none.chunks, 0, "unknown field has empty statistics");
     let s = store.stats().unwrap();

@@ -217,8 +217,7 @@ impl StoreRead for PgStore {
     }
 
     fn postings(&self, field: &str, terms: &[String]) -> Result<(LexicalStats, Vec<Vec<Posting>>)> {
-        let mut client = self.connection()?;
-        let stats = client
+        let stats = self
             .query_opt(
                 "SELECT chunks, total_len FROM ckeep.lex_fields WHERE field = $1",
                 &[&field],
@@ -229,20 +228,32 @@ impl StoreRead for PgStore {
             })
             .unwrap_or_default();
         // One round trip for every term.
-        let rows = client.query(
+        let rows = self.query(
             "SELECT term, chunk, doc, tf, len FROM ckeep.postings WHERE field = $1 AND term = ANY($2) ORDER BY term, chunk",
             &[&field, &terms],
         )?;
-        let mut by_term: HashMap<String, Vec<Posting>> = HashMap::new();
+        // Each term's list is built in place; a term asked twice gets a copy.
+        let mut first: HashMap<&str, usize> = HashMap::new();
+        for (i, t) in terms.iter().enumerate() {
+            first.entry(t.as_str()).or_insert(i);
+        }
+        let mut lists: Vec<Vec<Posting>> = vec![Vec::new(); terms.len()];
         for r in &rows {
-            by_term.entry(r.get(0)).or_default().push(Posting {
+            let Some(&i) = first.get(r.get::<_, &str>(0)) else { continue };
+            lists[i].push(Posting {
                 chunk: ChunkId(r.get(1)),
                 doc: DocKey(r.get(2)),
                 tf: r.get::<_, i32>(3) as u32,
                 len: r.get::<_, i32>(4) as u32,
             });
         }
-        let lists = terms.iter().map(|t| by_term.get(t).cloned().unwrap_or_default()).collect();
+        for (i, t) in terms.iter().enumerate() {
+            let j = first[t.as_str()];
+            if j < i {
+                let (earlier, rest) = lists.split_at_mut(i);
+                rest[0].clone_from(&earlier[j]);
+            }
+        }
         Ok((stats, lists))
     }
 

@@ -39,21 +39,21 @@ fn bump_generation(tx: &mut Transaction<'_>) -> Result<()> {
 }
 
 /// PostgreSQL text cannot hold NUL: refused up front with the document named, rather than
-/// failing inside `COPY`. (Document text is `bytea` and may hold anything.)
-fn refuse_nul(write: &DocumentWrite) -> Result<()> {
-    let doc = &write.document;
-    let field = [("id", &doc.id), ("title", &doc.title), ("source", &doc.source)]
-        .into_iter()
-        .find(|(_, v)| v.contains('\0'))
-        .map(|(name, _)| name)
-        .or_else(|| {
-            let texts = write.summaries.iter().flat_map(|(n, t)| [n, t]);
-            let terms = write.lexical.iter().flat_map(|e| e.terms.iter().map(|(t, _)| t));
-            texts.chain(terms).any(|s| s.contains('\0')).then_some("summary or term")
-        });
+/// failing inside `COPY`. (Document text is `bytea` and may hold anything.) `named` are the
+/// document's own text fields.
+fn refuse_nul(
+    named: &[(&str, &str)],
+    lexical: &[LexicalEntry],
+    summaries: &[(String, String)],
+) -> Result<()> {
+    let field = named.iter().find(|(_, v)| v.contains('\0')).map(|(name, _)| *name).or_else(|| {
+        let texts = summaries.iter().flat_map(|(n, t)| [n, t]);
+        let terms = lexical.iter().flat_map(|e| e.terms.iter().map(|(t, _)| t));
+        texts.chain(terms).any(|s| s.contains('\0')).then_some("summary or term")
+    });
     match field {
         Some(name) => Err(Error::InvalidWrite {
-            doc: doc.id.replace('\0', "\\0"),
+            doc: named[0].1.replace('\0', "\\0"),
             reason: format!(
                 "its {name} contains a NUL character, which PostgreSQL text cannot hold"
             ),
@@ -372,7 +372,9 @@ impl StoreWrite for PgStore {
     fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()> {
         for d in &docs {
             rules::validate(d)?;
-            refuse_nul(d)?;
+            let doc = &d.document;
+            let named = [("id", doc.id.as_str()), ("title", &doc.title), ("source", &doc.source)];
+            refuse_nul(&named, &d.lexical, &d.summaries)?;
         }
         // A later write of the same id in one batch replaces the earlier one.
         let mut last: HashMap<&str, usize> = HashMap::new();
@@ -391,14 +393,7 @@ impl StoreWrite for PgStore {
     fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize> {
         for w in &batch {
             rules::validate_terms(&w.doc_id, &w.lexical)?;
-            let probe = DocumentWrite {
-                document: ckeep_core::Document::new(&w.doc_id, "", ""),
-                chunks: Vec::new(),
-                lexical: w.lexical.clone(),
-                vectors: Vec::new(),
-                summaries: w.summaries.clone(),
-            };
-            refuse_nul(&probe)?;
+            refuse_nul(&[("id", &w.doc_id)], &w.lexical, &w.summaries)?;
         }
         let mut client = self.connection()?;
         let mut tx = client.transaction()?;
