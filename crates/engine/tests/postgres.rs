@@ -211,6 +211,9 @@ fn a_streaming_replica_serves_the_same_reads_and_refuses_writes() {
     assert!(err.contains("read-only"), "{err}");
 }
 
+/// Batches acknowledged before the crash is set off.
+const ACKNOWLEDGED_BEFORE_CRASH: usize = 3;
+
 #[test]
 fn a_crash_during_ingest_loses_nothing_acknowledged_and_shows_nothing_half_written() {
     let model = model();
@@ -220,42 +223,61 @@ fn a_crash_during_ingest_loses_nothing_acknowledged_and_shows_nothing_half_writt
         Engine::new(Box::new(PgStore::open_or_create(&server.url).unwrap()) as DynStore)
             .with_embedder(model);
     let chunker: ckeep_text::ChunkerSpec = "sentences:3".parse().unwrap();
-    // Batches of 10 documents, each acknowledged when `finish` returns; the server is killed
-    // from another thread while they go in.
+    // Batches of 10 documents, each acknowledged when `finish` returns. The server is killed from
+    // another thread once three batches are acknowledged, while later ones go in: a condition,
+    // not a clock, so a busy machine cannot make the crash come before the first batch.
+    let (acknowledged_tx, acknowledged_rx) = std::sync::mpsc::channel::<()>();
     let crash = {
         let dir = server.dir.clone();
         std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(1500));
+            for _ in 0..ACKNOWLEDGED_BEFORE_CRASH {
+                if acknowledged_rx.recv().is_err() {
+                    break;
+                }
+            }
             Server { dir, url: String::new() }.crash();
         })
     };
+    let ingest_batch = |engine: &mut Engine<DynStore>, batch: &[Document]| {
+        let mut ingest = engine.ingest(&chunker)?;
+        for d in batch {
+            ingest.add(d.clone())?;
+        }
+        ingest.finish()
+    };
+    // The last eleven documents are kept back: ten for a batch after the crash (should every
+    // batch before it have finished first), one for the writer after the restart.
+    let (before, after) = docs.split_at(docs.len() - 11);
     let mut acknowledged = Vec::new();
     let mut error = None;
-    for batch in docs.chunks(10) {
-        let result = (|| {
-            let mut ingest = engine.ingest(&chunker)?;
-            for d in batch {
-                ingest.add(d.clone())?;
+    for batch in before.chunks(10) {
+        match ingest_batch(&mut engine, batch) {
+            Ok(_) => {
+                acknowledged.extend(batch.iter().map(|d| d.id.clone()));
+                let _ = acknowledged_tx.send(());
             }
-            ingest.finish()
-        })();
-        match result {
-            Ok(_) => acknowledged.extend(batch.iter().map(|d| d.id.clone())),
             Err(e) => {
                 error = Some(e.to_string());
                 break;
             }
         }
     }
+    drop(acknowledged_tx);
     crash.join().unwrap();
-    let error = error.expect("the crash interrupted the ingest");
+    let met_in_flight = error.is_some();
+    let error = error.unwrap_or_else(|| {
+        // Every batch finished before the crash landed: the next write meets the stopped server.
+        ingest_batch(&mut engine, &after[..10]).expect_err("the server is down").to_string()
+    });
     assert!(error.contains("PostgreSQL"), "a clear error: {error}");
     assert!(
-        error.contains("lost the connection") || error.contains("terminating connection"),
+        error.contains("lost the connection")
+            || error.contains("terminating connection")
+            || (!met_in_flight && error.contains("error connecting to server")),
         "{error}"
     );
     assert!(
-        !acknowledged.is_empty() && acknowledged.len() < docs.len(),
+        acknowledged.len() >= ACKNOWLEDGED_BEFORE_CRASH * 10,
         "{} acknowledged",
         acknowledged.len()
     );
@@ -267,10 +289,8 @@ fn a_crash_during_ingest_loses_nothing_acknowledged_and_shows_nothing_half_writt
     let restarted = Server::start_in(server.dir.clone());
     assert_eq!(restarted.url, server.url, "same port after a restart");
     // The writer that met the crash connects again by itself and goes on.
-    let mut ingest = engine.ingest(&chunker).unwrap();
-    ingest.add(docs[docs.len() - 1].clone()).unwrap();
-    ingest.finish().unwrap();
-    acknowledged.push(docs[docs.len() - 1].id.clone());
+    ingest_batch(&mut engine, &after[10..]).unwrap();
+    acknowledged.push(after[10].id.clone());
     let store = PgStore::open(&server.url).unwrap();
     let stored = store.document_ids().unwrap();
     for id in &acknowledged {
