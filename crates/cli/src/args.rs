@@ -434,6 +434,11 @@ pub struct AddArgs {
     /// new store). Sizes of markdown/hierarchy count words (no model tokenizer is configured).
     #[arg(long, value_name = "SPEC", value_parser = parse_chunker, long_help = chunker_help())]
     pub chunker: Option<ChunkerSpec>,
+    /// How text becomes search terms, for a new store (a store keeps its own): `standard`
+    /// (English), `cjk` (bigrams for Chinese, Japanese, Korean), `jieba` (Chinese words), or
+    /// `auto` (from the script of the first documents) [default: the store's, or auto].
+    #[arg(long, value_name = "NAME", value_parser = parse_analyzer, long_help = ANALYZER_HELP)]
+    pub analyzer: Option<ckeep_engine::AnalyzerChoice>,
     /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of rejecting the file.
     #[arg(long)]
     pub lossy: bool,
@@ -481,6 +486,21 @@ fn chunker_help() -> String {
         "How to cut documents into chunks (default: the store's chunker, or markdown:256 for a new store).\n\n{}",
         ChunkerSpec::HELP
     )
+}
+
+const ANALYZER_HELP: &str = "How text becomes search terms, chosen on a store's first add and kept by it (asking for another later is an error; queries always use the store's) [default: the store's, or auto].
+
+standard   the English pipeline: words split at non-alphanumeric characters, lower-cased,
+           English stop words dropped, Snowball (Porter2) stemming
+cjk        Unicode (UAX #29) words; runs of Han, kana and Hangul as overlapping character
+           bigrams (Lucene's CJKAnalyzer approach); other words through the English pipeline
+jieba      Chinese words by jieba (search mode) after Traditional-to-Simplified folding
+           (OpenCC tables); kana and Hangul as in cjk; other words through the English pipeline
+auto       standard for spaced scripts, jieba for Chinese, cjk for Japanese and Korean, from the
+           script of the first documents added; add says which it chose";
+
+fn parse_analyzer(s: &str) -> Result<ckeep_engine::AnalyzerChoice, String> {
+    s.parse()
 }
 
 fn parse_chunker(s: &str) -> Result<ChunkerSpec, String> {

@@ -66,6 +66,7 @@ fn is_user_input_error(err: &anyhow::Error) -> bool {
             E::Strategy { .. }
                 | E::Invalid(_)
                 | E::ChunkerMismatch { .. }
+                | E::AnalyzerMismatch { .. }
                 | E::ModelMismatch { .. }
                 | E::ModelRequired(_)
                 | E::Embed(ckeep_embed::Error::NotFound(_))

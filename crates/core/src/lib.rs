@@ -14,6 +14,8 @@
 //! assert_eq!(span.slice(&doc.text), "Hello");
 //! ```
 
+pub mod script;
+
 use std::fmt;
 use std::ops::Range;
 

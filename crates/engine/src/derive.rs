@@ -332,6 +332,7 @@ impl<S: StoreWrite> Engine<S> {
         docs: &[(StoredDocument, Vec<Chunk>)],
         writes: &mut [DerivedWrite],
     ) -> Result<()> {
+        let analyzer = crate::analysis::for_queries(&self.store.manifest()?)?;
         let mut texts: Vec<Vec<String>> = Vec::with_capacity(docs.len());
         for (doc, leaves) in docs {
             let summary = match summarizer {
@@ -360,7 +361,7 @@ impl<S: StoreWrite> Engine<S> {
                 .iter()
                 .zip(texts)
                 .map(|(c, t)| {
-                    let (terms, len) = self.analyzer.term_counts(t);
+                    let (terms, len) = analyzer.term_counts(t);
                     LexicalEntry { field: name.to_string(), ordinal: c.ordinal, terms, len }
                 })
                 .collect();

@@ -42,6 +42,9 @@ pub struct IngestReport {
     pub cached_vectors: u64,
     /// Chunks longer than the model's input limit, embedded from their beginning only.
     pub truncated: u64,
+    /// The analyzer `auto` chose for the store (set by the ingest that chose it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub analyzer_chosen: Option<String>,
     /// Whether an HNSW graph was (re)built for a large collection.
     pub vector_index_built: bool,
     /// Summaries and representations computed for documents that lacked them.
@@ -54,6 +57,8 @@ pub struct IngestReport {
 pub struct Ingest<'e, S: StoreWrite> {
     engine: &'e mut Engine<S>,
     chunker: ChunkerSpec,
+    /// `None` until `auto` has seen the first batch.
+    analyzer: Option<Analyzer>,
     pending: Vec<(Document, bool)>,
     pending_bytes: usize,
     report: IngestReport,
@@ -76,13 +81,9 @@ impl<S: StoreWrite> Engine<S> {
             }
             _ => {}
         }
-        if let Some(stored) = manifest.analyzer.as_deref().filter(|a| *a != Analyzer::NAME) {
-            return Err(Error::AnalyzerMismatch {
-                stored: stored.to_string(),
-                ours: Analyzer::NAME.to_string(),
-            });
-        }
-        let mut changed = manifest.chunker.is_none() || manifest.analyzer.is_none();
+        let analyzer = crate::analysis::for_ingest(&manifest, self.analyzer)?;
+        let mut changed =
+            manifest.chunker.is_none() || (manifest.analyzer.is_none() && analyzer.is_some());
         match (&self.embedder, &manifest.model) {
             (Some(e), Some(_)) => crate::dense::check_model(&manifest, e.as_ref())?,
             (Some(e), None) => {
@@ -109,7 +110,7 @@ impl<S: StoreWrite> Engine<S> {
         }
         if changed {
             manifest.chunker = Some(requested);
-            manifest.analyzer = Some(Analyzer::NAME.to_string());
+            manifest.analyzer = analyzer.map(|a| a.id().to_string());
             if manifest.created_by.is_empty() {
                 manifest.created_by = format!("ckeep {}", env!("CARGO_PKG_VERSION"));
             }
@@ -118,6 +119,7 @@ impl<S: StoreWrite> Engine<S> {
         Ok(Ingest {
             engine: self,
             chunker: chunker.clone(),
+            analyzer,
             pending: Vec::new(),
             pending_bytes: 0,
             report: IngestReport::default(),
@@ -176,7 +178,10 @@ impl<S: StoreWrite> Ingest<'_, S> {
         }
         let pending = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
-        let analyzer = &self.engine.analyzer;
+        let analyzer = match self.analyzer {
+            Some(a) => a,
+            None => self.choose_analyzer(&pending)?,
+        };
         let chunker = &self.chunker;
         let sentence_vectors = self.sentence_vectors(&pending)?;
         let mut writes: Vec<(DocumentWrite, bool)> = pending
@@ -224,6 +229,17 @@ impl<S: StoreWrite> Ingest<'_, S> {
         Ok(())
     }
 
+    /// `auto`'s choice, made on the first batch written and recorded in the manifest.
+    fn choose_analyzer(&mut self, pending: &[(Document, bool)]) -> Result<Analyzer> {
+        let chosen = Analyzer::detect(pending.iter().map(|(d, _)| d.text.as_str()));
+        let mut manifest = self.engine.store.manifest()?;
+        manifest.analyzer = Some(chosen.id().to_string());
+        self.engine.store.set_manifest(&manifest)?;
+        self.analyzer = Some(chosen);
+        self.report.analyzer_chosen = Some(chosen.name().to_string());
+        Ok(chosen)
+    }
+
     /// One vector per sentence of each pending document when the chunker needs them (the
     /// `semantic` chunker), else empty lists.
     fn sentence_vectors(&self, pending: &[(Document, bool)]) -> Result<Vec<Vec<Vec<f32>>>> {
@@ -266,7 +282,7 @@ impl<S: StoreWrite> Ingest<'_, S> {
 fn prepare(
     doc: Document,
     chunker: &ChunkerSpec,
-    analyzer: &Analyzer,
+    analyzer: Analyzer,
     sentence_vectors: &[Vec<f32>],
 ) -> DocumentWrite {
     let chunks = chunker.chunk_with_vectors(&doc.text, &WordCounter, sentence_vectors);

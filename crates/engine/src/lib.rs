@@ -20,6 +20,7 @@
 //! assert_eq!(res.results[0].text, "Dogs bark loudly.");
 //! ```
 
+mod analysis;
 mod dedup;
 mod dense;
 mod derive;
@@ -35,9 +36,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use ckeep_embed::Embedder;
-use ckeep_index::{Analyzer, Bm25};
+use ckeep_index::Bm25;
 use ckeep_store::VectorMatrix;
 
+pub use analysis::AnalyzerChoice;
+pub use ckeep_index::Analyzer;
 pub use ckeep_llm::default_cache_path as default_generation_cache;
 pub use ckeep_store::MetadataFilter;
 pub use dedup::{ChunkMatch, DedupOptions, DuplicateCluster, DuplicatePair, MatchedChunk};
@@ -79,15 +82,24 @@ pub enum Error {
         /// Asked for.
         requested: String,
     },
-    /// The store was indexed with another analyzer (a store from another ckeep version).
+    /// The store was indexed with another analyzer (user error).
     #[error(
-        "the store's lexical index uses analyzer `{stored}`, this ckeep uses `{ours}`; re-create the store"
+        "the store's lexical index uses analyzer `{stored}`, not `{requested}`; use another --store, or omit --analyzer"
     )]
     AnalyzerMismatch {
         /// In the manifest.
         stored: String,
-        /// This build's.
-        ours: String,
+        /// Asked for.
+        requested: String,
+    },
+    /// The store was indexed with an analyzer this build does not know (a store from another
+    /// ckeep version; user error).
+    #[error(
+        "the store's lexical index uses analyzer `{stored}`, which this ckeep does not know; re-create the store"
+    )]
+    AnalyzerUnknown {
+        /// In the manifest.
+        stored: String,
     },
     /// A strategy spec is invalid or asks for something unavailable (user error).
     #[error("invalid strategy `{spec}`: {message}")]
@@ -128,7 +140,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug)]
 pub struct Engine<S> {
     store: S,
-    analyzer: Analyzer,
+    /// The analyzer asked for when documents are added to a store that has none yet.
+    analyzer: AnalyzerChoice,
     bm25: Bm25,
     embedder: Option<Arc<dyn Embedder>>,
     /// Vectors and graphs loaded from the store, shared with [`Engine::reader`]s.
@@ -169,7 +182,7 @@ impl<S> Engine<S> {
     pub fn new(store: S) -> Self {
         Self {
             store,
-            analyzer: Analyzer::default(),
+            analyzer: AnalyzerChoice::Auto,
             bm25: Bm25::default(),
             embedder: None,
             caches: Arc::default(),
@@ -186,7 +199,7 @@ impl<S> Engine<S> {
     pub fn reader<T>(&self, store: T) -> Engine<T> {
         Engine {
             store,
-            analyzer: Analyzer::default(),
+            analyzer: self.analyzer,
             bm25: self.bm25,
             embedder: self.embedder.clone(),
             caches: Arc::clone(&self.caches),
@@ -236,6 +249,15 @@ impl<S> Engine<S> {
     /// The embedding model, if any.
     pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
         self.embedder.as_ref()
+    }
+
+    /// The same engine with the analyzer a new store gets (`auto` by default: chosen from the
+    /// script of the first documents); a store that has one keeps it, and asking for another is
+    /// an error.
+    #[must_use]
+    pub fn with_analyzer(mut self, analyzer: AnalyzerChoice) -> Self {
+        self.analyzer = analyzer;
+        self
     }
 
     /// The same engine with other BM25 parameters.

@@ -185,6 +185,15 @@ impl<S: StoreRead> Engine<S> {
                 return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
             }
         }
+        if let Some(wanted) = strategy.analyzer {
+            let stored = crate::analysis::for_queries(&self.store.manifest()?)?;
+            if stored != wanted {
+                return Err(Error::AnalyzerMismatch {
+                    stored: stored.name().into(),
+                    requested: wanted.name().into(),
+                });
+            }
+        }
         Ok(strategy)
     }
 
@@ -206,7 +215,11 @@ impl<S: StoreRead> Engine<S> {
         let q =
             if strategy.mode.needs_model() { Some(self.query_vector(&req.query)?) } else { None };
         let allowed = allowed.as_ref();
-        let mut scored = self.score(&req.query, q.as_deref(), &strategy, &reprs[0], allowed)?;
+        let analyzer = crate::analysis::for_queries(&manifest)?;
+        let score = |repr: &Resolved| {
+            self.score(&req.query, q.as_deref(), &strategy, repr, analyzer, allowed)
+        };
+        let mut scored = score(&reprs[0])?;
         // The hits are ranked once; explanations need only the other parts of `scored`.
         let hits = std::mem::take(&mut scored.hits);
         let groups: Vec<DocHit> = match strategy.level {
@@ -221,7 +234,7 @@ impl<S: StoreRead> Engine<S> {
                 let depth = candidates(&strategy);
                 let mut lists = vec![strategy.agg.rank(top_k(hits, depth), depth)];
                 for repr in &reprs[1..] {
-                    let hits = self.score(&req.query, q.as_deref(), &strategy, repr, allowed)?.hits;
+                    let hits = score(repr)?.hits;
                     lists.push(strategy.agg.rank(top_k(hits, depth), depth));
                 }
                 fuse_documents(lists, strategy.k)
@@ -297,6 +310,7 @@ impl<S: StoreRead> Engine<S> {
         q: Option<&[f32]>,
         strategy: &Strategy,
         repr: &Resolved,
+        analyzer: ckeep_index::Analyzer,
         allowed: Option<&HashSet<DocKey>>,
     ) -> Result<Scored> {
         let candidates = candidates(strategy);
@@ -305,7 +319,7 @@ impl<S: StoreRead> Engine<S> {
             let hits = self.dense_hits(q.unwrap_or_default(), repr, candidates, exact, allowed)?;
             return Ok(Scored { hits, dense_only: true, ..Scored::default() });
         }
-        let (terms, _) = self.analyzer.term_counts(query);
+        let (terms, _) = analyzer.term_counts(query);
         let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
         let field = repr.field.as_deref().unwrap_or(PLAIN_FIELD);
         let (stats, postings) = self.store.postings(field, &names)?;

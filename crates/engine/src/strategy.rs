@@ -17,8 +17,19 @@ use crate::represent::{Representation, parse_list};
 use crate::summarize::Summarizer;
 
 /// Keys of the spec.
-const KEYS: [&str; 10] =
-    ["chunker", "model", "repr", "summarizer", "mode", "level", "agg", "expand", "exact", "k"];
+const KEYS: [&str; 11] = [
+    "chunker",
+    "analyzer",
+    "model",
+    "repr",
+    "summarizer",
+    "mode",
+    "level",
+    "agg",
+    "expand",
+    "exact",
+    "k",
+];
 
 /// How chunks are scored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,6 +58,9 @@ pub enum Level {
 pub struct Strategy {
     /// The chunker the index must have been built with (`None`: whatever the store has).
     pub chunker: Option<ChunkerSpec>,
+    /// The analyzer the index must have been built with (`None`: whatever the store has;
+    /// evaluation then lets `auto` choose).
+    pub analyzer: Option<ckeep_index::Analyzer>,
     /// The embedding model the index is built with (`None`: the store's, if any). Evaluation
     /// builds one index per (chunker, model).
     pub model: Option<String>,
@@ -76,6 +90,7 @@ impl Default for Strategy {
     fn default() -> Self {
         Self {
             chunker: None,
+            analyzer: None,
             model: None,
             mode: Mode::Bm25,
             level: Level::Chunk,
@@ -93,6 +108,8 @@ impl Strategy {
     /// One line per key, for `--help`.
     pub const HELP: &'static str = "\
 chunker=SPEC   chunker the index must be built with (default: the store's)
+analyzer=standard|cjk|jieba
+               analyzer the index must be built with (default: the store's; eval: auto)
 model=NAME     embedding model (a name, directory or URL; default: the store's)
 mode=bm25|dense|hybrid[:rrf[=K]|:linear=W]
                scoring: BM25, cosine of embeddings, or both fused by reciprocal rank
@@ -203,6 +220,9 @@ impl fmt::Display for Strategy {
         if let Some(c) = &self.chunker {
             write!(f, "chunker={c},")?;
         }
+        if let Some(a) = &self.analyzer {
+            write!(f, "analyzer={a},")?;
+        }
         if let Some(m) = &self.model {
             write!(f, "model={m},")?;
         }
@@ -262,6 +282,7 @@ impl FromStr for Strategy {
                     s.chunker =
                         Some(value.parse().map_err(|e: ckeep_text::Error| err(e.to_string()))?);
                 }
+                "analyzer" => s.analyzer = Some(value.parse().map_err(err)?),
                 "mode" => s.mode = value.parse().map_err(err)?,
                 "model" if value.is_empty() => return Err(err("model= needs a name".into())),
                 "model" => s.model = Some(value),

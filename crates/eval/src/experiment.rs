@@ -66,13 +66,16 @@ pub type Progress<'a> = &'a mut dyn FnMut(&str, u64, u64);
 pub type ModelLoader<'a> =
     &'a mut dyn FnMut(&str) -> Result<Arc<dyn Embedder>, ckeep_engine::Error>;
 
-/// The index a strategy runs on: its chunker and model.
+/// The index a strategy runs on: its chunker, analyzer and model.
 fn index_key(s: &Strategy) -> String {
-    let chunker = s.chunker.clone().unwrap_or_default();
-    match &s.model {
-        Some(m) => format!("{chunker} {m}"),
-        None => chunker.to_string(),
+    let mut key = s.chunker.clone().unwrap_or_default().to_string();
+    if let Some(a) = s.analyzer {
+        key = format!("{key} {a}");
     }
+    if let Some(m) = &s.model {
+        key = format!("{key} {m}");
+    }
+    key
 }
 
 /// Runs `strategies` on `dataset`, building indexes in `work_dir` (one store per chunker and
@@ -238,7 +241,7 @@ fn build_indexes(
                     summarizers.push(sm.clone());
                 }
             }
-            let needs = Needs { reprs: &reprs, summarizers: &summarizers };
+            let needs = Needs { reprs: &reprs, summarizers: &summarizers, analyzer: s.analyzer };
             slot.insert(index(dataset, &chunker, model, needs, &location, &name, progress)?);
         }
     }
@@ -271,6 +274,8 @@ fn sanitize(key: &str) -> String {
 struct Needs<'a> {
     reprs: &'a [Representation],
     summarizers: &'a [Summarizer],
+    /// `None`: `auto` chooses from the dataset's script.
+    analyzer: Option<ckeep_engine::Analyzer>,
 }
 
 fn index(
@@ -287,6 +292,9 @@ fn index(
         .with_generation_cache(ckeep_engine::default_generation_cache());
     if let Some(m) = model {
         engine = engine.with_embedder(m);
+    }
+    if let Some(a) = needs.analyzer {
+        engine = engine.with_analyzer(ckeep_engine::AnalyzerChoice::Fixed(a));
     }
     let mut ingest = engine.ingest(chunker)?;
     ingest.require(needs.reprs, needs.summarizers)?;

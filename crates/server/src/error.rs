@@ -83,9 +83,10 @@ impl From<ckeep_engine::Error> for ApiError {
             E::Strategy { .. } | E::Invalid(_) | E::ModelRequired(_) | E::Load(_) => {
                 Self::invalid(err.to_string())
             }
-            E::ChunkerMismatch { .. } | E::ModelMismatch { .. } | E::AnalyzerMismatch { .. } => {
-                Self::new("conflict", err.to_string())
-            }
+            E::ChunkerMismatch { .. }
+            | E::ModelMismatch { .. }
+            | E::AnalyzerMismatch { .. }
+            | E::AnalyzerUnknown { .. } => Self::new("conflict", err.to_string()),
             E::Embed(ckeep_embed::Error::NotFound(_)) => Self::invalid(err.to_string()),
             E::Store(_) | E::Embed(_) | E::Llm(_) | _ => Self::internal(err.to_string()),
         }

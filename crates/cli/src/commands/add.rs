@@ -21,6 +21,7 @@ const KEEP_LOADED_BYTES: usize = 512 << 20;
 struct AddOutput<'a> {
     store: String,
     chunker: String,
+    analyzer: Option<&'static str>,
     model: Option<String>,
     #[serde(flatten)]
     report: &'a IngestReport,
@@ -114,7 +115,9 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     let model = engine.embedder().map(|e| e.info().clone());
-    print_report(store, &chunker, model.as_ref(), &report, skipped, warnings, seconds, out)?;
+    let analyzer = engine.analyzer()?;
+    let run = Run { store, chunker: &chunker, analyzer, model: model.as_ref(), seconds };
+    print_report(&run, &report, skipped, warnings, out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -128,6 +131,9 @@ fn open_with_model(
     let store =
         if create { ckeep_store::open_or_create(store)? } else { ckeep_store::open(store)? };
     let mut engine = Engine::new(store);
+    if let Some(analyzer) = args.analyzer {
+        engine = engine.with_analyzer(analyzer);
+    }
     if !no_cache {
         engine = engine.with_generation_cache(ckeep_engine::default_generation_cache());
     }
@@ -175,26 +181,35 @@ fn derive_only(
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     let model = engine.embedder().map(|e| e.info().clone());
-    print_report(store, &chunker, model.as_ref(), &report, Vec::new(), Vec::new(), seconds, out)?;
+    let analyzer = engine.analyzer()?;
+    let run = Run { store, chunker: &chunker, analyzer, model: model.as_ref(), seconds };
+    print_report(&run, &report, Vec::new(), Vec::new(), out)?;
     Ok(ExitCode::SUCCESS)
 }
 
+/// The settings an `add` ran with.
+struct Run<'a> {
+    store: &'a str,
+    chunker: &'a ckeep_text::ChunkerSpec,
+    analyzer: Option<ckeep_engine::Analyzer>,
+    model: Option<&'a ckeep_embed::ModelInfo>,
+    seconds: f64,
+}
+
 /// Prints what `add` did.
-#[allow(clippy::too_many_arguments)]
 fn print_report(
-    store: &str,
-    chunker: &ckeep_text::ChunkerSpec,
-    model: Option<&ckeep_embed::ModelInfo>,
+    run: &Run<'_>,
     report: &IngestReport,
     skipped: Vec<Skipped>,
     warnings: Vec<String>,
-    seconds: f64,
     out: &Output,
 ) -> anyhow::Result<()> {
+    let Run { store, chunker, analyzer, model, seconds } = *run;
     if out.json {
         out.print_json(&AddOutput {
             store: store.to_string(),
             chunker: chunker.to_string(),
+            analyzer: analyzer.map(ckeep_engine::Analyzer::name),
             model: model.map(|m| m.name.clone()),
             report,
             skipped,
@@ -211,6 +226,11 @@ fn print_report(
             report.chunks,
             human_bytes(report.bytes),
         );
+        if let Some(chosen) = &report.analyzer_chosen {
+            outln!(
+                "analyzer {chosen}, chosen from the documents' script (--analyzer on a new store to choose)"
+            );
+        }
         if let Some(m) = model {
             outln!(
                 "{} chunk vectors with {} ({} from the cache){}",

@@ -2,6 +2,7 @@
 #![allow(clippy::missing_panics_doc)] // test helpers panic on failure by design
 
 mod bad_input;
+mod chinese;
 mod commands;
 mod durability;
 mod eval;
