@@ -14,7 +14,8 @@ use ckeep_text::{ChunkerSpec, SizeCounter, WordCounter};
 use proptest::prelude::*;
 
 /// Text made of pieces that stress the chunkers: Markdown syntax, sentence ends, all sorts of
-/// whitespace, multi-byte and combining characters.
+/// whitespace, multi-byte and combining characters, and unspaced Chinese, Japanese and Korean
+/// with their full-width punctuation, quotes and brackets.
 fn text() -> impl Strategy<Value = String> {
     let piece = prop_oneof![
         4 => "[a-zA-Z]{1,8}",
@@ -24,6 +25,8 @@ fn text() -> impl Strategy<Value = String> {
         1 => Just("\r\n".to_string()),
         1 => prop::sample::select(vec!["# ", "## ", "### ", "```", "~~~\n", ". ", "! ", "? ", "\t", "\u{3000}", "\u{85}", "\u{2029}", "é", "日本語", "👩‍👩‍👧", "e\u{301}", "Mr. ", "1.5", "\u{a0}"]).prop_map(String::from),
         1 => any::<char>().prop_map(String::from),
+        3 => "[今天气很好我们去公园散步相似度歷史與傳統東京のタワー한국어]{1,12}",
+        2 => prop::sample::select(vec!["。", "，", "！", "？", "；", "：", "“", "”", "「", "」", "（", "）", "《", "》", "……", "、", "ＡＢＣ１２"]).prop_map(String::from),
     ];
     prop::collection::vec(piece, 0..120).prop_map(|v| v.concat())
 }

@@ -31,13 +31,15 @@ pub trait SizeCounter: Send + Sync {
     fn unit(&self) -> &str;
 }
 
-/// Counts whitespace-separated words: the size unit when no model tokenizer is configured.
+/// Counts words: Unicode (UAX #29) words, each CJK ideograph, kana or Hangul syllable counting
+/// as one, so a size means about as much text in Chinese as in English. The size unit when no
+/// model tokenizer is configured.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WordCounter;
 
 impl SizeCounter for WordCounter {
     fn count(&self, text: &str) -> usize {
-        text.split_whitespace().count()
+        words::word_starts(text).count()
     }
 
     fn unit(&self) -> &'static str {
@@ -141,12 +143,59 @@ pub fn sentence_spans(text: &str) -> Vec<Span> {
     sentences(text, Span::new(0, text.len()))
 }
 
-/// Unicode (UAX #29) sentences inside `span`, trimmed, empty ones dropped.
+/// Sentences inside `span`, trimmed, empty ones dropped (see [`sentence_starts`]).
 pub(crate) fn sentences(text: &str, span: Span) -> Vec<Span> {
-    span.slice(text)
-        .split_sentence_bound_indices()
-        .filter_map(|(i, s)| trim(text, Span::new(span.start + i, span.start + i + s.len())))
+    let sub = span.slice(text);
+    let starts = sentence_starts(sub);
+    let ends = starts.iter().skip(1).copied().chain([sub.len()]);
+    starts
+        .iter()
+        .zip(ends)
+        .filter_map(|(&s, e)| trim(text, Span::new(span.start + s, span.start + e)))
         .collect()
+}
+
+/// Where the sentences of `text` start: Unicode (UAX #29) sentence boundaries, which end a
+/// sentence at 。！？ and keep closing quotes and brackets with it, plus the full-width
+/// semicolon ；, which ends a clause as a sentence in Chinese (as 。 does).
+pub(crate) fn sentence_starts(text: &str) -> Vec<usize> {
+    let mut starts: Vec<usize> = text.split_sentence_bound_indices().map(|(i, _)| i).collect();
+    let mut semicolons = text.match_indices('；').map(|(i, s)| i + s.len()).peekable();
+    if semicolons.peek().is_some() {
+        for mut end in semicolons {
+            // Closing quotes and brackets stay with the clause they close.
+            while let Some(c) = text[end..].chars().next().filter(|&c| closes(c)) {
+                end += c.len_utf8();
+            }
+            if end < text.len() {
+                starts.push(end);
+            }
+        }
+        starts.sort_unstable();
+        starts.dedup();
+    }
+    starts
+}
+
+/// Closing quotes and brackets.
+fn closes(c: char) -> bool {
+    matches!(
+        c,
+        ')' | ']'
+            | '}'
+            | '”'
+            | '’'
+            | '»'
+            | '」'
+            | '』'
+            | '）'
+            | '》'
+            | '〉'
+            | '】'
+            | '〕'
+            | '］'
+            | '｝'
+    )
 }
 
 /// Consecutive spans joined `n` at a time.
@@ -160,4 +209,31 @@ pub(crate) fn trim(text: &str, span: Span) -> Option<Span> {
     let start = span.start + (s.len() - s.trim_start().len());
     let end = span.end - (s.len() - s.trim_end().len());
     (start < end).then(|| Span::new(start, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chinese_sentences_end_at_full_stops_and_semicolons() {
+        let t = "今天天气很好。我们去公园吧！你来吗？他说：“好的；走吧。”然后走了；没回头";
+        let got: Vec<&str> = sentence_spans(t).iter().map(|s| s.slice(t)).collect();
+        assert_eq!(
+            got,
+            [
+                "今天天气很好。",
+                "我们去公园吧！",
+                "你来吗？",
+                "他说：“好的；",
+                "走吧。”",
+                "然后走了；",
+                "没回头"
+            ]
+        );
+        // A closing bracket after a semicolon stays with its clause.
+        let t = "（甲；）乙";
+        let got: Vec<&str> = sentence_spans(t).iter().map(|s| s.slice(t)).collect();
+        assert_eq!(got, ["（甲；）", "乙"]);
+    }
 }

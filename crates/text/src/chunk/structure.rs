@@ -119,9 +119,9 @@ impl<'a> Splitter<'a> {
                 self.layout.blocks.iter().map(|b| b.span.start).filter(inside).collect()
             }
             Level::Line => self.layout.line_starts.iter().copied().filter(inside).collect(),
-            Level::Sentence => sub
-                .split_sentence_bound_indices()
-                .map(|(i, _)| span.start + i)
+            Level::Sentence => super::sentence_starts(sub)
+                .into_iter()
+                .map(|i| span.start + i)
                 .filter(inside)
                 .collect(),
             Level::Word => super::words::word_spans(sub)

@@ -1,10 +1,12 @@
 //! Word windows: `words:N[,overlap=M]` and `words:dynamic`.
 
 use ckeep_core::Span;
+use ckeep_core::script::is_cjk;
+use unicode_segmentation::UnicodeSegmentation;
 
 use super::WordsSize;
 
-/// Spans of whitespace-separated words, `size` words per window, consecutive windows sharing
+/// Spans of words ([`word_spans`]), `size` words per window, consecutive windows sharing
 /// `overlap` words. The last window ends at the last word.
 pub(super) fn windows(text: &str, size: WordsSize, overlap: usize) -> Vec<Span> {
     let words = word_spans(text);
@@ -23,24 +25,64 @@ pub(super) fn windows(text: &str, size: WordsSize, overlap: usize) -> Vec<Span> 
     out
 }
 
-/// Maximal runs of non-whitespace characters.
+/// Where each word of `text` starts, in order: a Unicode (UAX #29) word counts once, except
+/// that each CJK ideograph, kana or Hangul syllable in it is a word of its own (those scripts
+/// put no spaces between words, so a "word" there is a character).
+pub(crate) fn word_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
+    text.unicode_word_indices().flat_map(|(at, word)| {
+        let mut last_cjk = true;
+        word.char_indices().filter_map(move |(i, c)| {
+            let cjk = is_cjk(c);
+            let starts = cjk || (last_cjk && c.is_alphanumeric());
+            last_cjk = cjk;
+            starts.then_some(at + i)
+        })
+    })
+}
+
+/// Opening brackets and quotes: they belong to the word after them, not the one before.
+fn opens(c: char) -> bool {
+    matches!(
+        c,
+        '(' | '['
+            | '{'
+            | '“'
+            | '‘'
+            | '«'
+            | '「'
+            | '『'
+            | '（'
+            | '《'
+            | '〈'
+            | '【'
+            | '〔'
+            | '［'
+            | '｛'
+    )
+}
+
+/// The text cut into one span per word ([`word_starts`]), each running up to the next word so
+/// that punctuation stays with its word (opening brackets and quotes with the next one), and
+/// trimmed of whitespace; every non-whitespace character is in exactly one span. Text without
+/// words is one span.
 pub(crate) fn word_spans(text: &str) -> Vec<Span> {
-    let mut out = Vec::new();
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        match (c.is_whitespace(), start) {
-            (true, Some(s)) => {
-                out.push(Span::new(s, i));
-                start = None;
-            }
-            (false, None) => start = Some(i),
-            _ => {}
+    let mut starts: Vec<usize> = word_starts(text).collect();
+    for s in &mut starts {
+        // Move a word's start back over the opening punctuation right before it.
+        while let Some(c) = text[..*s].chars().next_back().filter(|&c| opens(c)) {
+            *s -= c.len_utf8();
         }
     }
-    if let Some(s) = start {
-        out.push(Span::new(s, text.len()));
+    let Some(first) = super::trim(text, Span::new(0, text.len())) else {
+        return Vec::new();
+    };
+    match starts.first_mut() {
+        Some(s) => *s = first.start,
+        None => return vec![first],
     }
-    out
+    starts.dedup();
+    let ends = starts.iter().skip(1).copied().chain([text.len()]);
+    starts.iter().zip(ends).filter_map(|(&s, e)| super::trim(text, Span::new(s, e))).collect()
 }
 
 #[cfg(test)]
@@ -56,6 +98,37 @@ mod tests {
         let t = " a b  c\nd e ";
         assert_eq!(texts(t, WordsSize::Fixed(2), 0), ["a b", "c\nd", "e"]);
         assert_eq!(texts(t, WordsSize::Fixed(3), 1), ["a b  c", "c\nd e"]);
+    }
+
+    #[test]
+    fn words_in_every_script() {
+        let t = "Hello, world. 今天天气很好。(Well-known) «quotes»";
+        let words: Vec<&str> = word_spans(t).iter().map(|s| s.slice(t)).collect();
+        assert_eq!(
+            words,
+            [
+                "Hello,",
+                "world.",
+                "今",
+                "天",
+                "天",
+                "气",
+                "很",
+                "好。",
+                "(Well-",
+                "known)",
+                "«quotes»"
+            ]
+        );
+        assert_eq!(word_starts(t).count(), words.len());
+        assert_eq!(texts("…… ！", WordsSize::Fixed(2), 0), ["…… ！"]);
+        assert!(word_spans(" \n ").is_empty());
+        // Hangul words join; a Latin run inside a CJK word counts once.
+        assert_eq!(word_starts("한국abc").count(), 3);
+        assert_eq!(
+            texts("他说：“好。”然后走了", WordsSize::Fixed(3), 0),
+            ["他说：“好。”", "然后走", "了"]
+        );
     }
 
     #[test]
