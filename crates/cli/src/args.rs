@@ -439,6 +439,11 @@ pub struct AddArgs {
     /// `auto` (from the script of the first documents) [default: the store's, or auto].
     #[arg(long, value_name = "NAME", value_parser = parse_analyzer, long_help = ANALYZER_HELP)]
     pub analyzer: Option<ckeep_engine::AnalyzerChoice>,
+    /// What the sizes of markdown, semantic and hierarchy chunkers count: words (each Chinese
+    /// or Japanese character, or Hangul syllable, is one) or the model's tokens (needs --model;
+    /// the same as `,unit=tokens` in the chunker spec).
+    #[arg(long, value_name = "UNIT", value_parser = parse_size_unit)]
+    pub size_unit: Option<ckeep_text::chunk::SizeUnit>,
     /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of rejecting the file.
     #[arg(long)]
     pub lossy: bool,
@@ -498,6 +503,10 @@ jieba      Chinese words by jieba (search mode) after Traditional-to-Simplified 
            (OpenCC tables); kana and Hangul as in cjk; other words through the English pipeline
 auto       standard for spaced scripts, jieba for Chinese, cjk for Japanese and Korean, from the
            script of the first documents added; add says which it chose";
+
+fn parse_size_unit(s: &str) -> Result<ckeep_text::chunk::SizeUnit, String> {
+    s.parse()
+}
 
 fn parse_analyzer(s: &str) -> Result<ckeep_engine::AnalyzerChoice, String> {
     s.parse()

@@ -74,6 +74,10 @@ fn is_user_input_error(err: &anyhow::Error) -> bool {
     );
     engine
         || matches!(err.downcast_ref::<ckeep_embed::Error>(), Some(ckeep_embed::Error::NotFound(_)))
+        || matches!(
+            err.downcast_ref::<ckeep_text::Error>(),
+            Some(ckeep_text::Error::ChunkerSpec { .. })
+        )
 }
 
 fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {

@@ -182,6 +182,10 @@ impl Embedder for CachedEmbedder {
         self.inner.info()
     }
 
+    fn count_text_tokens(&self, text: &str) -> Option<usize> {
+        self.inner.count_text_tokens(text)
+    }
+
     /// Not cached: token vectors are large and read once per document at ingest.
     fn token_vectors(
         &self,

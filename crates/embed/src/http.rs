@@ -141,6 +141,11 @@ impl Embedder for HttpEmbedder {
         &self.info
     }
 
+    /// A server's tokenizer is not at hand.
+    fn count_text_tokens(&self, _text: &str) -> Option<usize> {
+        None
+    }
+
     fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)> {
         let mut stats = EmbedStats::default();
         let mut out = Vec::with_capacity(texts.len());

@@ -155,6 +155,11 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// Embeds texts exactly as given (prefixes already applied); vectors in input order.
     fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)>;
 
+    /// Tokens in `text` as the model's tokenizer cuts it (no special tokens, no truncation),
+    /// for chunk sizes counted in tokens; `None` for a model without a local tokenizer (a
+    /// server). Required, so a wrapper cannot forget to forward it.
+    fn count_text_tokens(&self, text: &str) -> Option<usize>;
+
     /// Embeds texts of one kind, applying the model's prefix for it.
     fn embed(&self, texts: &[&str], kind: InputKind) -> Result<(Vec<Vec<f32>>, EmbedStats)> {
         let prefix = self.info().prefix(kind);

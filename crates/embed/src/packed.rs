@@ -120,9 +120,10 @@ pub(crate) fn load(bytes: &[u8], path: &str) -> Result<(Bert, Header)> {
     header.eps = reader.f32()?;
     let qk = reader.size("block size")?;
     if qk != Q4_BLOCK || header.heads == 0 || !header.hidden.is_multiple_of(header.heads) {
-        return Err(
-            reader.bad(format!("unexpected shape: block {qk}, hidden {}, heads {}", header.hidden, header.heads))
-        );
+        return Err(reader.bad(format!(
+            "unexpected shape: block {qk}, hidden {}, heads {}",
+            header.hidden, header.heads
+        )));
     }
     if !header.hidden.is_multiple_of(Q4_BLOCK) || !header.ffn.is_multiple_of(Q4_BLOCK) {
         return Err(reader.bad("hidden and ffn sizes must be multiples of 32"));
@@ -148,7 +149,10 @@ pub(crate) fn load(bytes: &[u8], path: &str) -> Result<(Bert, Header)> {
     let tensors = Tensors { dir, bytes, path };
     let hidden = header.hidden;
     let norm = |name: &str| -> Result<Norm> {
-        Ok(Norm { w: tensors.f32(&format!("{name}.w"), hidden)?, b: tensors.f32(&format!("{name}.b"), hidden)? })
+        Ok(Norm {
+            w: tensors.f32(&format!("{name}.w"), hidden)?,
+            b: tensors.f32(&format!("{name}.b"), hidden)?,
+        })
     };
     let linear = |name: &str, out: usize, inp: usize| -> Result<Linear> {
         Ok(Linear {

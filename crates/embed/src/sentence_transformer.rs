@@ -302,6 +302,10 @@ impl Embedder for SentenceTransformer {
         &self.info
     }
 
+    fn count_text_tokens(&self, text: &str) -> Option<usize> {
+        self.full_tokenizer.encode(text, false).ok().map(|e| e.len())
+    }
+
     fn token_vectors(&self, texts: &[&str], kind: crate::InputKind) -> Result<Vec<TokenVectors>> {
         LateReader {
             model: &self.model,

@@ -149,6 +149,10 @@ impl Embedder for StaticModel {
         &self.info
     }
 
+    fn count_text_tokens(&self, text: &str) -> Option<usize> {
+        self.tokenizer.encode(text, false).ok().map(|e| e.len())
+    }
+
     fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)> {
         let each: Vec<(Vec<f32>, usize, bool)> =
             texts.par_iter().map(|t| self.embed_one(t)).collect::<Result<_>>()?;

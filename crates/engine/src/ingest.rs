@@ -8,7 +8,8 @@ use ckeep_core::Document;
 use ckeep_embed::InputKind;
 use ckeep_index::Analyzer;
 use ckeep_store::{DocumentWrite, LexicalEntry, StoreWrite, VectorEntry};
-use ckeep_text::{ChunkerSpec, WordCounter};
+use ckeep_text::chunk::SizeUnit;
+use ckeep_text::{ChunkerSpec, SizeCounter, WordCounter};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -70,6 +71,7 @@ impl<S: StoreWrite> Engine<S> {
     pub fn ingest(&mut self, chunker: &ChunkerSpec) -> Result<Ingest<'_, S>> {
         let mut manifest = self.store.manifest()?;
         let requested = chunker.to_string();
+        size_counter(chunker, self.embedder.as_ref())?;
         if chunker.needs_sentence_vectors() && self.embedder.is_none() {
             return Err(Error::ModelRequired(format!(
                 "the `{requested}` chunker embeds sentences; pass --model"
@@ -184,11 +186,13 @@ impl<S: StoreWrite> Ingest<'_, S> {
         };
         let chunker = &self.chunker;
         let sentence_vectors = self.sentence_vectors(&pending)?;
+        let counter = size_counter(chunker, self.engine.embedder.as_ref())?;
+        let counter = counter.as_ref();
         let mut writes: Vec<(DocumentWrite, bool)> = pending
             .into_par_iter()
             .zip(sentence_vectors)
             .map(|((doc, replacing), vectors)| {
-                (prepare(doc, chunker, analyzer, &vectors), replacing)
+                (prepare(doc, chunker, analyzer, counter, &vectors), replacing)
             })
             .collect();
         let mut report = self.report.clone();
@@ -278,14 +282,45 @@ impl<S: StoreWrite> Ingest<'_, S> {
     }
 }
 
+/// Chunk sizes in the embedding model's tokens (`unit=tokens`).
+struct ModelTokens<'a>(&'a dyn ckeep_embed::Embedder);
+
+impl SizeCounter for ModelTokens<'_> {
+    fn count(&self, text: &str) -> usize {
+        self.0.count_text_tokens(text).unwrap_or(0)
+    }
+
+    fn unit(&self) -> &'static str {
+        "tokens"
+    }
+}
+
+/// What `chunker`'s sizes count: words, or the model's tokens (which needs a model with a
+/// tokenizer at hand).
+pub(crate) fn size_counter<'a>(
+    chunker: &ChunkerSpec,
+    embedder: Option<&'a std::sync::Arc<dyn ckeep_embed::Embedder>>,
+) -> Result<Box<dyn SizeCounter + 'a>> {
+    match (chunker.unit(), embedder) {
+        (SizeUnit::Words, _) => Ok(Box::new(WordCounter)),
+        (SizeUnit::Tokens, Some(e)) if e.count_text_tokens("").is_some() => {
+            Ok(Box::new(ModelTokens(e.as_ref())))
+        }
+        (SizeUnit::Tokens, _) => Err(Error::ModelRequired(format!(
+            "`{chunker}` counts sizes in the embedding model's tokens: pass --model with a local model (a server's tokenizer is not at hand)"
+        ))),
+    }
+}
+
 /// Chunks a document and analyses its leaves for the lexical index.
 fn prepare(
     doc: Document,
     chunker: &ChunkerSpec,
     analyzer: Analyzer,
+    counter: &dyn SizeCounter,
     sentence_vectors: &[Vec<f32>],
 ) -> DocumentWrite {
-    let chunks = chunker.chunk_with_vectors(&doc.text, &WordCounter, sentence_vectors);
+    let chunks = chunker.chunk_with_vectors(&doc.text, counter, sentence_vectors);
     let lexical = chunks
         .iter()
         .filter(|c| c.leaf)

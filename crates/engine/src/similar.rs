@@ -14,7 +14,7 @@ use std::sync::Arc;
 use ckeep_core::Span;
 use ckeep_embed::{Embedder, InputKind};
 use ckeep_index::dot_rows;
-use ckeep_text::{ChunkerSpec, WordCounter};
+use ckeep_text::ChunkerSpec;
 use serde::Serialize;
 
 use crate::{Error, Result};
@@ -89,9 +89,10 @@ impl PairScorer {
     /// Chunks and embeds `texts`; all chunks and whole texts go to the model in one call, each
     /// distinct string once. A text without words gets no chunks and zero vectors.
     pub fn embed<'a>(&self, texts: &[&'a str]) -> Result<Vec<EmbeddedText>> {
+        let counter = crate::ingest::size_counter(&self.chunker, Some(&self.embedder))?;
         let spans: Vec<Vec<Span>> = texts
             .iter()
-            .map(|t| self.chunker.chunk(t, &WordCounter).into_iter().map(|c| c.span).collect())
+            .map(|t| self.chunker.chunk(t, counter.as_ref()).into_iter().map(|c| c.span).collect())
             .collect();
         let mut inputs: Vec<&str> = Vec::new();
         let mut slot: HashMap<&str, usize> = HashMap::new();

@@ -105,6 +105,10 @@ impl Embedder for BatchingEmbedder {
         self.inner.info()
     }
 
+    fn count_text_tokens(&self, text: &str) -> Option<usize> {
+        self.inner.count_text_tokens(text)
+    }
+
     fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)> {
         self.inner.embed_raw(texts)
     }

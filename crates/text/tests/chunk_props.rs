@@ -9,7 +9,7 @@
 //! 5. sizes are within the spec's bounds (words for `words`, `markdown` and `hierarchy`).
 
 use ckeep_core::{Chunk, Span};
-use ckeep_text::chunk::WordsSize;
+use ckeep_text::chunk::{SizeUnit, WordsSize};
 use ckeep_text::{ChunkerSpec, SizeCounter, WordCounter};
 use proptest::prelude::*;
 
@@ -39,12 +39,16 @@ fn spec() -> impl Strategy<Value = ChunkerSpec> {
         Just(ChunkerSpec::Words { size: WordsSize::Dynamic, overlap: 0 }),
         (1usize..4).prop_map(|n| ChunkerSpec::Sentences { per_chunk: n }),
         (1usize..4).prop_map(|n| ChunkerSpec::Paragraphs { per_chunk: n }),
-        (1usize..30).prop_map(|n| ChunkerSpec::Markdown { max: n }),
-        (1usize..30, 1u8..99).prop_map(|(n, p)| ChunkerSpec::Semantic { max: n, percentile: p }),
+        (1usize..30).prop_map(|n| ChunkerSpec::Markdown { max: n, unit: SizeUnit::Words }),
+        (1usize..30, 1u8..99).prop_map(|(n, p)| ChunkerSpec::Semantic {
+            max: n,
+            percentile: p,
+            unit: SizeUnit::Words
+        }),
         (2usize..6, 1usize..5, 1usize..4).prop_map(|(a, b, c)| {
             let small = c;
             let mid = small + b;
-            ChunkerSpec::Hierarchy { sizes: vec![mid + a * 4, mid, small] }
+            ChunkerSpec::Hierarchy { sizes: vec![mid + a * 4, mid, small], unit: SizeUnit::Words }
         }),
     ]
 }
@@ -102,8 +106,8 @@ fn check(text: &str, spec: &ChunkerSpec, chunks: &[Chunk]) -> Result<(), TestCas
     for c in chunks {
         let bound = match spec {
             ChunkerSpec::Words { size, .. } => size.for_words(total_words),
-            ChunkerSpec::Markdown { max } | ChunkerSpec::Semantic { max, .. } => *max,
-            ChunkerSpec::Hierarchy { sizes } => sizes[c.depth as usize],
+            ChunkerSpec::Markdown { max, .. } | ChunkerSpec::Semantic { max, .. } => *max,
+            ChunkerSpec::Hierarchy { sizes, .. } => sizes[c.depth as usize],
             ChunkerSpec::Whole | ChunkerSpec::Sentences { .. } | ChunkerSpec::Paragraphs { .. } => {
                 usize::MAX
             }
@@ -166,7 +170,7 @@ proptest! {
     fn semantic_keeps_every_property_with_any_vectors(
         text in text(), max in 1usize..30, p in 1u8..99, seed in 0u32..1000
     ) {
-        let spec = ChunkerSpec::Semantic { max, percentile: p };
+        let spec = ChunkerSpec::Semantic { max, percentile: p, unit: SizeUnit::Words };
         let n = ckeep_text::chunk::sentence_spans(&text).len();
         // Arbitrary directions: breakpoints anywhere, the maximum must still hold.
         let vectors: Vec<Vec<f32>> = (0..n)
@@ -180,7 +184,7 @@ proptest! {
 
     #[test]
     fn markdown_respects_any_counter(text in text(), max in 4usize..40) {
-        let chunks = ChunkerSpec::Markdown { max }.chunk(&text, &CharCounter);
+        let chunks = ChunkerSpec::Markdown { max, unit: SizeUnit::Tokens }.chunk(&text, &CharCounter);
         for c in &chunks {
             let s = c.span.slice(&text);
             let one_grapheme = unicode_segmentation::UnicodeSegmentation::graphemes(s, true).count() == 1;

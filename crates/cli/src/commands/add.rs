@@ -89,10 +89,13 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
 
     // Pass 2: chunk, index and write in batches.
     let mut engine = open_with_model(store, args, no_cache, true)?;
-    let chunker = match &args.chunker {
+    let mut chunker = match &args.chunker {
         Some(c) => c.clone(),
         None => engine.stored_chunker()?.unwrap_or_default(),
     };
+    if let Some(unit) = args.size_unit {
+        chunker = chunker.with_unit(unit)?;
+    }
     let docs_total: u64 =
         valid.iter().map(|(_, l)| l.as_ref().map_or(0, |l| l.documents.len() as u64)).sum();
     let bar = out.progress(docs_total, "indexing");

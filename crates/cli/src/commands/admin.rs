@@ -20,7 +20,10 @@ pub fn stats(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
     outln!("chunker    {}", manifest.chunker.as_deref().unwrap_or("-"));
     let id = manifest.analyzer.as_deref().unwrap_or("-");
     let name = ckeep_engine::Analyzer::from_id(id).map_or("", ckeep_engine::Analyzer::name);
-    outln!("analyzer   {}", if name.is_empty() { id.to_string() } else { format!("{name} ({id})") });
+    outln!(
+        "analyzer   {}",
+        if name.is_empty() { id.to_string() } else { format!("{name} ({id})") }
+    );
     outln!("model      {}", manifest.model.as_deref().unwrap_or("- (lexical only)"));
     outln!("documents  {} ({} of text)", stats.documents, human_bytes(stats.text_bytes));
     outln!("chunks     {} ({} leaves)", stats.chunks, stats.leaf_chunks);

@@ -103,3 +103,22 @@ fn another_analyzer_for_a_store_is_a_usage_error() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("`cjk`") && err.contains("`jieba`"), "{err}");
 }
+
+#[test]
+fn sizes_in_tokens_need_a_local_model_and_a_sized_chunker() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path());
+    let input = input.to_str().unwrap();
+    let store = dir.path().join("s");
+    let (code, err) =
+        fails(&store, &["add", input, "--chunker", "markdown:64", "--size-unit", "tokens"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("markdown:64,unit=tokens") && err.contains("--model"), "{err}");
+    let (code, err) =
+        fails(&store, &["add", input, "--chunker", "words:10", "--size-unit", "tokens"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("apply to markdown, semantic and hierarchy"), "{err}");
+    let (code, err) = fails(&store, &["add", input, "--size-unit", "bytes"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("expected words or tokens"), "{err}");
+}

@@ -128,7 +128,12 @@ fn model_commands_and_their_errors() {
         list["models"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["all-MiniLM-L6-v2", "potion-base-8M", "multilingual-e5-small", "qwen2.5-coder-0.5b-instruct"]
+        [
+            "all-MiniLM-L6-v2",
+            "potion-base-8M",
+            "multilingual-e5-small",
+            "qwen2.5-coder-0.5b-instruct"
+        ]
     );
     assert!(list["models"][1]["installed"].is_string());
     let info = json(&store, &["model", "info", "potion-base-8M", "--verify"]);

@@ -21,7 +21,7 @@ mod words;
 use ckeep_core::{Chunk, Span};
 use unicode_segmentation::UnicodeSegmentation;
 
-pub use spec::{ChunkerSpec, WordsSize};
+pub use spec::{ChunkerSpec, SizeUnit, WordsSize};
 
 /// Counts the size of a piece of text in the unit chunk sizes are given in.
 pub trait SizeCounter: Send + Sync {
@@ -76,9 +76,9 @@ impl ChunkerSpec {
                 group(&sentences(text, Span::new(0, text.len())), *per_chunk)
             }
             ChunkerSpec::Paragraphs { per_chunk } => paragraphs::chunks(text, &layout, *per_chunk),
-            ChunkerSpec::Markdown { max } => structure::Splitter::new(text, &layout, counter)
+            ChunkerSpec::Markdown { max, .. } => structure::Splitter::new(text, &layout, counter)
                 .split(Span::new(0, text.len()), *max),
-            ChunkerSpec::Semantic { max, percentile } => {
+            ChunkerSpec::Semantic { max, percentile, .. } => {
                 let sents = sentence_spans(text);
                 let vectors = if sentence_vectors.len() == sents.len() {
                     sentence_vectors.to_vec()
@@ -87,7 +87,7 @@ impl ChunkerSpec {
                 };
                 semantic::chunks(text, &layout, counter, &sents, &vectors, *max, *percentile)
             }
-            ChunkerSpec::Hierarchy { sizes } => {
+            ChunkerSpec::Hierarchy { sizes, .. } => {
                 let mut chunks = Vec::new();
                 let splitter = structure::Splitter::new(text, &layout, counter);
                 hierarchy(&splitter, Span::new(0, text.len()), sizes, 0, None, &mut chunks);

@@ -37,6 +37,8 @@ pub enum ChunkerSpec {
     Markdown {
         /// Largest chunk size.
         max: usize,
+        /// What the size counts.
+        unit: SizeUnit,
     },
     /// `semantic[:MAX][,p=P]`: consecutive sentences grouped until the embedding distance of
     /// two neighbours exceeds the P-th percentile of the document's distances (default 95),
@@ -46,13 +48,50 @@ pub enum ChunkerSpec {
         max: usize,
         /// Breakpoint percentile (1–99).
         percentile: u8,
+        /// What the size counts.
+        unit: SizeUnit,
     },
     /// `hierarchy:A,B,…`: nested `markdown` levels, largest first (default 2048,512,128), every
     /// child linked to its parent.
     Hierarchy {
         /// Size of each level, strictly decreasing.
         sizes: Vec<usize>,
+        /// What the sizes count.
+        unit: SizeUnit,
     },
+}
+
+/// What the sizes of `markdown`, `semantic` and `hierarchy` count: words (every CJK character
+/// one word), or tokens as the store's embedding model cuts the text (`,unit=tokens`), because
+/// a model's input limit is in tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SizeUnit {
+    /// Words ([`crate::WordCounter`]).
+    #[default]
+    Words,
+    /// The embedding model's tokens, special tokens not counted.
+    Tokens,
+}
+
+impl fmt::Display for SizeUnit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SizeUnit::Words => "words",
+            SizeUnit::Tokens => "tokens",
+        })
+    }
+}
+
+impl FromStr for SizeUnit {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "words" => Ok(SizeUnit::Words),
+            "tokens" => Ok(SizeUnit::Tokens),
+            other => Err(format!("unknown size unit `{other}`: expected words or tokens")),
+        }
+    }
 }
 
 /// Window size of a `words` chunker.
@@ -76,11 +115,48 @@ impl WordsSize {
 
 impl Default for ChunkerSpec {
     fn default() -> Self {
-        ChunkerSpec::Markdown { max: 256 }
+        ChunkerSpec::Markdown { max: 256, unit: SizeUnit::Words }
     }
 }
 
 impl ChunkerSpec {
+    /// What this spec's sizes count (`words` for specs without a size unit to choose).
+    pub fn unit(&self) -> SizeUnit {
+        match self {
+            ChunkerSpec::Markdown { unit, .. }
+            | ChunkerSpec::Semantic { unit, .. }
+            | ChunkerSpec::Hierarchy { unit, .. } => *unit,
+            ChunkerSpec::Whole
+            | ChunkerSpec::Words { .. }
+            | ChunkerSpec::Sentences { .. }
+            | ChunkerSpec::Paragraphs { .. } => SizeUnit::Words,
+        }
+    }
+
+    /// The same spec with its sizes counted in `unit`; only `markdown`, `semantic` and
+    /// `hierarchy` count in tokens (`words:N` is a count of words by name).
+    pub fn with_unit(mut self, new: SizeUnit) -> Result<Self, Error> {
+        match &mut self {
+            ChunkerSpec::Markdown { unit, .. }
+            | ChunkerSpec::Semantic { unit, .. }
+            | ChunkerSpec::Hierarchy { unit, .. } => *unit = new,
+            ChunkerSpec::Whole
+            | ChunkerSpec::Words { .. }
+            | ChunkerSpec::Sentences { .. }
+            | ChunkerSpec::Paragraphs { .. } => {
+                if new != SizeUnit::Words {
+                    return Err(Error::ChunkerSpec {
+                        spec: self.to_string(),
+                        message: format!(
+                            "sizes in {new} apply to markdown, semantic and hierarchy chunkers"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(self)
+    }
+
     /// One line per spec form, for `--help`.
     pub const HELP: &'static str = "\
 whole                      the document is one chunk
@@ -93,7 +169,9 @@ markdown[:N]               structure-aware: split at headings, then paragraphs, 
 semantic[:MAX][,p=P]       sentences grouped until neighbours' embedding distance exceeds its
                            P-th percentile (default 95); hard maximum MAX (default 256); needs --model
 hierarchy[:A,B,...]        nested markdown levels, e.g. 2048,512,128 (the default)
-Units for markdown/hierarchy are words until a model tokenizer is configured.";
+Sizes count words: Unicode words, each Chinese/Japanese character or Hangul syllable one word.
+markdown, semantic and hierarchy take `,unit=tokens` (or `add --size-unit tokens`) to count the
+model's tokens instead, e.g. markdown:256,unit=tokens.";
 }
 
 impl fmt::Display for ChunkerSpec {
@@ -107,12 +185,18 @@ impl fmt::Display for ChunkerSpec {
             }
             ChunkerSpec::Sentences { per_chunk } => write!(f, "sentences:{per_chunk}"),
             ChunkerSpec::Paragraphs { per_chunk } => write!(f, "paragraphs:{per_chunk}"),
-            ChunkerSpec::Markdown { max } => write!(f, "markdown:{max}"),
-            ChunkerSpec::Semantic { max, percentile } => write!(f, "semantic:{max},p={percentile}"),
-            ChunkerSpec::Hierarchy { sizes } => {
+            ChunkerSpec::Markdown { max, .. } => write!(f, "markdown:{max}"),
+            ChunkerSpec::Semantic { max, percentile, .. } => {
+                write!(f, "semantic:{max},p={percentile}")
+            }
+            ChunkerSpec::Hierarchy { sizes, .. } => {
                 let s: Vec<String> = sizes.iter().map(ToString::to_string).collect();
                 write!(f, "hierarchy:{}", s.join(","))
             }
+        }?;
+        match self.unit() {
+            SizeUnit::Words => Ok(()),
+            unit => write!(f, ",unit={unit}"),
         }
     }
 }
@@ -122,6 +206,25 @@ impl FromStr for ChunkerSpec {
 
     fn from_str(spec: &str) -> Result<Self, Error> {
         let err = |message: String| Error::ChunkerSpec { spec: spec.to_string(), message };
+        // A trailing `,unit=U` belongs to every sized spec.
+        let (body, unit) = match spec.trim().rsplit_once(',') {
+            Some((body, last)) if last.trim().starts_with("unit=") => {
+                let unit = last.trim()["unit=".len()..].parse::<SizeUnit>().map_err(err)?;
+                (body, unit)
+            }
+            _ => (spec.trim(), SizeUnit::Words),
+        };
+        let parsed = Self::parse_body(body, &err)?;
+        parsed.with_unit(unit).map_err(|e| match e {
+            Error::ChunkerSpec { message, .. } => err(message),
+            other => other,
+        })
+    }
+}
+
+impl ChunkerSpec {
+    /// A spec without its `,unit=` part.
+    fn parse_body(spec: &str, err: &dyn Fn(String) -> Error) -> Result<Self, Error> {
         let (name, args) = match spec.trim().split_once(':') {
             Some((n, a)) => (n, Some(a)),
             None => (spec.trim(), None),
@@ -174,7 +277,10 @@ impl FromStr for ChunkerSpec {
             "paragraphs" => {
                 Ok(ChunkerSpec::Paragraphs { per_chunk: optional(1, "paragraphs per chunk")? })
             }
-            "markdown" => Ok(ChunkerSpec::Markdown { max: optional(256, "the maximum size")? }),
+            "markdown" => Ok(ChunkerSpec::Markdown {
+                max: optional(256, "the maximum size")?,
+                unit: SizeUnit::Words,
+            }),
             "semantic" => {
                 let mut parts = args.unwrap_or("").split(',').map(str::trim);
                 let max = match parts.next() {
@@ -195,7 +301,7 @@ impl FromStr for ChunkerSpec {
                 if parts.next().is_some() {
                     return Err(err("expected `semantic[:MAX][,p=P]`".into()));
                 }
-                Ok(ChunkerSpec::Semantic { max, percentile })
+                Ok(ChunkerSpec::Semantic { max, percentile, unit: SizeUnit::Words })
             }
             "hierarchy" => {
                 let sizes = match args {
@@ -211,7 +317,7 @@ impl FromStr for ChunkerSpec {
                 if sizes.windows(2).any(|w| w[1] >= w[0]) {
                     return Err(err("level sizes must decrease, largest first".into()));
                 }
-                Ok(ChunkerSpec::Hierarchy { sizes })
+                Ok(ChunkerSpec::Hierarchy { sizes, unit: SizeUnit::Words })
             }
             _ => Err(err(format!("unknown chunker; expected one of:\n{}", ChunkerSpec::HELP))),
         }
@@ -248,6 +354,10 @@ mod tests {
         hierarchy_two: "hierarchy:512,128" => "hierarchy:512,128",
         semantic_default: "semantic" => "semantic:256,p=95",
         semantic_full: "semantic:120,p=80" => "semantic:120,p=80",
+        markdown_tokens: "markdown:128,unit=tokens" => "markdown:128,unit=tokens",
+        markdown_words_is_the_default: "markdown:128,unit=words" => "markdown:128",
+        hierarchy_tokens: "hierarchy:512,128, unit=tokens" => "hierarchy:512,128,unit=tokens",
+        semantic_tokens: "semantic:100,p=90,unit=tokens" => "semantic:100,p=90,unit=tokens",
     }
 
     macro_rules! rejects {
@@ -273,6 +383,8 @@ mod tests {
         huge: "words:99999999999" => "from 1 to",
         semantic_bad_percentile: "semantic:100,p=100" => "P from 1 to 99",
         semantic_garbage: "semantic:100,q=3" => "expected `p=P`",
+        words_in_tokens: "words:100,unit=tokens" => "apply to markdown, semantic and hierarchy",
+        unknown_unit: "markdown:100,unit=bytes" => "expected words or tokens",
     }
 
     #[test]
