@@ -112,22 +112,7 @@ impl FromStr for Summarizer {
 
 /// The first `n` words of `text`, as written (spacing and punctuation kept).
 pub fn lead(text: &str, n: usize) -> String {
-    let mut words = 0;
-    let mut in_word = false;
-    for (i, c) in text.char_indices() {
-        if c.is_whitespace() {
-            if in_word {
-                words += 1;
-                if words == n {
-                    return text[..i].trim().to_string();
-                }
-            }
-            in_word = false;
-        } else {
-            in_word = true;
-        }
-    }
-    text.trim().to_string()
+    ckeep_text::chunk::first_words(text, n).to_string()
 }
 
 /// The sentences whose vectors are closest to the centroid of all of them, up to `n` words, in
@@ -156,7 +141,7 @@ pub fn extractive(text: &str, n: usize, embedder: &dyn Embedder) -> Result<Strin
     let mut chosen = Vec::new();
     let mut words = 0;
     for (i, _) in order {
-        let w = sentences[i].split_whitespace().count();
+        let w = ckeep_text::SizeCounter::count(&ckeep_text::WordCounter, sentences[i]);
         if chosen.is_empty() || words + w <= n {
             chosen.push(i);
             words += w;

@@ -148,7 +148,8 @@ pub fn run(
                 .sum::<usize>() as f64
                 / contexts.len().max(1) as f64
         };
-        let context_words = mean_length(&|t| t.split_whitespace().count());
+        let context_words =
+            mean_length(&|t| ckeep_text::SizeCounter::count(&ckeep_text::WordCounter, t));
         let context_tokens = tokens.map(|counter| mean_length(&|t| counter.count(t)));
         let mut evaluation = evaluate(&dataset.qrels, &run, metrics);
         fill_containment(&mut evaluation, metrics, dataset, &contexts);

@@ -22,6 +22,7 @@ use ckeep_core::{Chunk, Span};
 use unicode_segmentation::UnicodeSegmentation;
 
 pub use spec::{ChunkerSpec, SizeUnit, WordsSize};
+pub use words::first_words;
 
 /// Counts the size of a piece of text in the unit chunk sizes are given in.
 pub trait SizeCounter: Send + Sync {

@@ -40,6 +40,16 @@ pub(crate) fn word_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
+/// The start of `text` up to and including its `n`-th word (with that word's punctuation),
+/// trimmed; all of it when it has fewer words.
+pub fn first_words(text: &str, n: usize) -> &str {
+    match word_spans(text).get(n.saturating_sub(1)) {
+        Some(last) if n > 0 => text[..last.end].trim_start(),
+        _ if n == 0 => "",
+        _ => text.trim(),
+    }
+}
+
 /// Opening brackets and quotes: they belong to the word after them, not the one before.
 fn opens(c: char) -> bool {
     matches!(
@@ -129,6 +139,14 @@ mod tests {
             texts("他说：“好。”然后走了", WordsSize::Fixed(3), 0),
             ["他说：“好。”", "然后走", "了"]
         );
+    }
+
+    #[test]
+    fn first_words_of_any_script() {
+        assert_eq!(first_words("  One, two\nthree.  Four five", 3), "One, two\nthree.");
+        assert_eq!(first_words("今天天气很好。", 2), "今天");
+        assert_eq!(first_words("short", 10), "short");
+        assert_eq!(first_words("a b", 0), "");
     }
 
     #[test]
