@@ -76,6 +76,7 @@ impl HttpEmbedder {
                 normalized: false,
                 query_prefix: String::new(),
                 document_prefix: String::new(),
+                pair_prefix: String::new(),
                 source: url.clone(),
             },
             url,

@@ -84,14 +84,16 @@ pub enum Error {
 /// Embedding results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Whether a text is a search query or a passage; models trained with prompts (E5, BGE, arctic)
-/// embed the two with different prefixes.
+/// Whether a text is a search query, a passage, or one of two texts compared with each other;
+/// models trained with prompts (E5, BGE, arctic) embed them with different prefixes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {
     /// A search query.
     Query,
     /// A passage to be searched.
     Document,
+    /// One side of a symmetric comparison (pair similarity, duplicates).
+    Pair,
 }
 
 /// What identifies a model and its vectors.
@@ -114,6 +116,8 @@ pub struct ModelInfo {
     pub query_prefix: String,
     /// Prefix prepended to documents.
     pub document_prefix: String,
+    /// Prefix prepended to both texts of a symmetric comparison.
+    pub pair_prefix: String,
     /// Where the model lives (directory or URL).
     pub source: String,
 }
@@ -124,6 +128,7 @@ impl ModelInfo {
         match kind {
             InputKind::Query => &self.query_prefix,
             InputKind::Document => &self.document_prefix,
+            InputKind::Pair => &self.pair_prefix,
         }
     }
 }

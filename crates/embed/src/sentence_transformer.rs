@@ -127,6 +127,8 @@ impl SentenceTransformer {
             max_seq_length: PACKED_MAX_TOKENS.min(header.max_positions),
             query_prefix: "query: ".into(),
             document_prefix: "passage: ".into(),
+            // E5's model card: "query: " on both sides of a symmetric task.
+            pair_prefix: "query: ".into(),
         };
         Self::assemble(dir, model, layout, (&bytes, &[]), "bert (E5S1, Q4_0 weights)")
     }
@@ -140,7 +142,14 @@ impl SentenceTransformer {
         (weights, config): (&[u8], &[u8]),
         architecture: &str,
     ) -> Result<Self> {
-        let Layout { pooling, normalize, max_seq_length, query_prefix, document_prefix } = layout;
+        let Layout {
+            pooling,
+            normalize,
+            max_seq_length,
+            query_prefix,
+            document_prefix,
+            pair_prefix,
+        } = layout;
         let (mut tokenizer, tok_bytes) = crate::read_tokenizer(dir)?;
         tokenizer.with_padding(None);
         let mut full_tokenizer = tokenizer.clone();
@@ -166,6 +175,7 @@ impl SentenceTransformer {
             normalized: normalize,
             query_prefix,
             document_prefix,
+            pair_prefix,
             source: dir.display().to_string(),
         };
         let positions = model.max_positions;
@@ -241,6 +251,7 @@ struct Layout {
     max_seq_length: usize,
     query_prefix: String,
     document_prefix: String,
+    pair_prefix: String,
 }
 
 impl Layout {
@@ -283,12 +294,22 @@ impl Layout {
                     .unwrap_or_default()
             })
         };
+        let query_prefix = prompt(&["query"]);
+        // A configured symmetric prompt, else E5's convention ("query: " on both sides of a
+        // symmetric task, as its model card says), else none.
+        let pair_prefix = ["similarity", "sts", "symmetric"]
+            .iter()
+            .find_map(|n| st.prompts.get(*n).cloned())
+            .unwrap_or_else(|| {
+                if query_prefix == "query: " { query_prefix.clone() } else { String::new() }
+            });
         Ok(Self {
             pooling,
             normalize,
             max_seq_length,
-            query_prefix: prompt(&["query"]),
+            query_prefix,
             document_prefix: prompt(&["document", "passage", "corpus"]),
+            pair_prefix,
         })
     }
 }

@@ -113,6 +113,7 @@ impl StaticModel {
             normalized: config.normalize,
             query_prefix: String::new(),
             document_prefix: String::new(),
+            pair_prefix: String::new(),
             source: dir.display().to_string(),
         };
         Ok(Self { tokenizer, rows, unk, max_chars: MAX_TOKENS * median.max(1), info })

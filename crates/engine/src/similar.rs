@@ -110,7 +110,7 @@ impl PairScorer {
                 (chunks, (!text.trim().is_empty()).then(|| index(text.trim())))
             })
             .collect();
-        let (mut vectors, _) = self.embedder.embed(&inputs, InputKind::Document)?;
+        let (mut vectors, _) = self.embedder.embed(&inputs, InputKind::Pair)?;
         for v in &mut vectors {
             ckeep_embed::normalize(v);
         }

@@ -110,6 +110,7 @@ fn info(args: &ModelInfoArgs, out: &Output) -> anyhow::Result<ExitCode> {
     outln!("normalised    {}", info.normalized);
     outln!("query prompt  {:?}", info.query_prefix);
     outln!("doc prompt    {:?}", info.document_prefix);
+    outln!("pair prompt   {:?}", info.pair_prefix);
     outln!("fingerprint   {}", info.fingerprint);
     outln!("source        {}", info.source);
     if verified.is_some() {

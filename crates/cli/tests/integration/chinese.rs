@@ -122,3 +122,40 @@ fn sizes_in_tokens_need_a_local_model_and_a_sized_chunker() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("expected words or tokens"), "{err}");
 }
+
+/// The first paragraph of the `i`-th DRCD dev article, in Traditional or Simplified characters.
+fn drcd_paragraph(set: &str, nth: usize) -> String {
+    let path = crate::data_dir().join("zh/retrieval").join(set).join("dev/docs.jsonl");
+    let line = std::fs::read_to_string(path).unwrap().lines().nth(nth).unwrap().to_string();
+    let doc: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let para = &doc["paragraphs"][0];
+    let start = para["start"].as_u64().unwrap() as usize;
+    let end = para["end"].as_u64().unwrap() as usize;
+    doc["text"].as_str().unwrap().chars().skip(start).take(end - start).collect()
+}
+
+#[test]
+fn chunk_pair_similarity_on_chinese_with_the_multilingual_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let traditional = drcd_paragraph("drcd", 0);
+    let simplified = drcd_paragraph("drcd_hans", 0);
+    let other = drcd_paragraph("drcd_hans", 1);
+    let similar = |a: &str, b: &str| {
+        json(&store, &["similar", a, b, "--model", "multilingual-e5-small", "--explain"])
+    };
+    let same = similar(&traditional, &simplified);
+    // Each character is a word: a paragraph of hundreds of characters is several windows of
+    // clamp(characters / 4, 18, 150), not one "word".
+    let chunks = same["chunks"].as_array().unwrap();
+    assert!(chunks.iter().all(|n| n.as_u64().unwrap() >= 3), "{same}");
+    let score = |v: &serde_json::Value| v["chunk_pair"].as_f64().unwrap();
+    let unrelated = similar(&simplified, &other);
+    assert!(score(&same) > 0.9, "the same passage in both scripts: {}", score(&same));
+    assert!(score(&same) > score(&unrelated) + 0.05, "{} vs {}", score(&same), score(&unrelated));
+    // The matching windows are exact spans of the texts.
+    let top = &same["top"][0]["a"];
+    let (s, e) =
+        (top["span"][0].as_u64().unwrap() as usize, top["span"][1].as_u64().unwrap() as usize);
+    assert_eq!(traditional[s..e], *top["text"].as_str().unwrap());
+}

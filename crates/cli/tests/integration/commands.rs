@@ -129,7 +129,11 @@ fn exit_codes_and_json_errors() {
     assert_eq!(code, 2, "{err}");
     let help = ok(&store, &["add", "--help"]);
     assert!(
-        help.contains("words:dynamic") && help.contains("Units for markdown/hierarchy are words")
+        help.contains("words:dynamic")
+            && help.contains("Sizes count words: Unicode words")
+            && help.contains("markdown:256,unit=tokens")
+            && help.contains("--size-unit"),
+        "{help}"
     );
 }
 

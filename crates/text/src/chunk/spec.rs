@@ -136,7 +136,15 @@ impl ChunkerSpec {
     /// The same spec with its sizes counted in `unit`; only `markdown`, `semantic` and
     /// `hierarchy` count in tokens (`words:N` is a count of words by name).
     pub fn with_unit(mut self, new: SizeUnit) -> Result<Self, Error> {
-        match &mut self {
+        match self.set_unit(new) {
+            Ok(()) => Ok(self),
+            Err(message) => Err(Error::ChunkerSpec { spec: self.to_string(), message }),
+        }
+    }
+
+    /// Sets the size unit, or says why this spec has none to set.
+    fn set_unit(&mut self, new: SizeUnit) -> Result<(), String> {
+        match self {
             ChunkerSpec::Markdown { unit, .. }
             | ChunkerSpec::Semantic { unit, .. }
             | ChunkerSpec::Hierarchy { unit, .. } => *unit = new,
@@ -145,16 +153,13 @@ impl ChunkerSpec {
             | ChunkerSpec::Sentences { .. }
             | ChunkerSpec::Paragraphs { .. } => {
                 if new != SizeUnit::Words {
-                    return Err(Error::ChunkerSpec {
-                        spec: self.to_string(),
-                        message: format!(
-                            "sizes in {new} apply to markdown, semantic and hierarchy chunkers"
-                        ),
-                    });
+                    return Err(format!(
+                        "sizes in {new} apply to markdown, semantic and hierarchy chunkers"
+                    ));
                 }
             }
         }
-        Ok(self)
+        Ok(())
     }
 
     /// One line per spec form, for `--help`.
@@ -196,7 +201,7 @@ impl fmt::Display for ChunkerSpec {
         }?;
         match self.unit() {
             SizeUnit::Words => Ok(()),
-            unit => write!(f, ",unit={unit}"),
+            SizeUnit::Tokens => write!(f, ",unit={}", SizeUnit::Tokens),
         }
     }
 }
@@ -214,11 +219,9 @@ impl FromStr for ChunkerSpec {
             }
             _ => (spec.trim(), SizeUnit::Words),
         };
-        let parsed = Self::parse_body(body, &err)?;
-        parsed.with_unit(unit).map_err(|e| match e {
-            Error::ChunkerSpec { message, .. } => err(message),
-            other => other,
-        })
+        let mut parsed = Self::parse_body(body, &err)?;
+        parsed.set_unit(unit).map_err(err)?;
+        Ok(parsed)
     }
 }
 
