@@ -16,15 +16,14 @@ fn models_dir() -> PathBuf {
     )
 }
 
+/// A reference file in `../shared/models`.
+fn shared_model_file(name: &str) -> serde_json::Value {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/models");
+    serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+}
+
 fn reference() -> (Vec<String>, serde_json::Value) {
-    let reference: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/models/reference_embeddings.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    let reference = shared_model_file("reference_embeddings.json");
     let texts = reference["texts"]
         .as_array()
         .unwrap()
@@ -186,14 +185,7 @@ fn multilingual_e5_matches_sentence_transformers() {
     let model = SentenceTransformer::load(&models_dir().join("multilingual-e5-small"))
         .expect("run `ckeep model pull multilingual-e5-small`");
     assert_eq!((model.dim(), model.max_seq_length()), (384, 512));
-    let reference: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/models/reference_embeddings_e5.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    let reference = shared_model_file("reference_embeddings_e5.json");
     let items = reference["items"].as_array().unwrap();
     for kind in [InputKind::Query, InputKind::Document] {
         let name = if kind == InputKind::Query { "query" } else { "passage" };
