@@ -54,8 +54,9 @@ pub(crate) fn recorded(manifest: &Manifest) -> Result<Option<Analyzer>> {
         .transpose()
 }
 
-/// The analyzer queries of a store go through (`standard` for a store without documents).
-pub(crate) fn for_queries(manifest: &Manifest) -> Result<Analyzer> {
+/// The analyzer a store's terms are made with, for its queries and for terms derived later
+/// (`standard` for a store without documents).
+pub(crate) fn of_store(manifest: &Manifest) -> Result<Analyzer> {
     Ok(recorded(manifest)?.unwrap_or_default())
 }
 
@@ -96,6 +97,6 @@ mod tests {
         let e = for_ingest(&m, AnalyzerChoice::Fixed(Analyzer::Jieba)).unwrap_err().to_string();
         assert!(e.contains("`cjk`") && e.contains("`jieba`"), "{e}");
         m.analyzer = Some("klingon/v9".into());
-        assert!(for_queries(&m).unwrap_err().to_string().contains("klingon/v9"));
+        assert!(of_store(&m).unwrap_err().to_string().contains("klingon/v9"));
     }
 }

@@ -332,7 +332,7 @@ impl<S: StoreWrite> Engine<S> {
         docs: &[(StoredDocument, Vec<Chunk>)],
         writes: &mut [DerivedWrite],
     ) -> Result<()> {
-        let analyzer = crate::analysis::for_queries(&self.store.manifest()?)?;
+        let analyzer = crate::analysis::of_store(&self.store.manifest()?)?;
         let mut texts: Vec<Vec<String>> = Vec::with_capacity(docs.len());
         for (doc, leaves) in docs {
             let summary = match summarizer {

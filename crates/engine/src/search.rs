@@ -186,7 +186,7 @@ impl<S: StoreRead> Engine<S> {
             }
         }
         if let Some(wanted) = strategy.analyzer {
-            let stored = crate::analysis::for_queries(&self.store.manifest()?)?;
+            let stored = crate::analysis::of_store(&self.store.manifest()?)?;
             if stored != wanted {
                 return Err(Error::AnalyzerMismatch {
                     stored: stored.name().into(),
@@ -215,7 +215,7 @@ impl<S: StoreRead> Engine<S> {
         let q =
             if strategy.mode.needs_model() { Some(self.query_vector(&req.query)?) } else { None };
         let allowed = allowed.as_ref();
-        let analyzer = crate::analysis::for_queries(&manifest)?;
+        let analyzer = crate::analysis::of_store(&manifest)?;
         let score = |repr: &Resolved| {
             self.score(&req.query, q.as_deref(), &strategy, repr, analyzer, allowed)
         };
