@@ -157,4 +157,12 @@ impl Embedder for HttpEmbedder {
         }
         Ok((out, stats))
     }
+
+    fn token_vectors(
+        &self,
+        _texts: &[&str],
+        _kind: crate::InputKind,
+    ) -> Result<Vec<crate::TokenVectors>> {
+        Err(crate::no_token_vectors(&self.info))
+    }
 }

@@ -15,6 +15,8 @@
 
 mod bert;
 mod cache;
+#[cfg(feature = "testing")]
+mod hashing;
 mod http;
 mod late;
 mod packed;
@@ -28,6 +30,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use cache::{CacheStats, CachedEmbedder, EmbeddingCache};
+#[cfg(feature = "testing")]
+pub use hashing::HashingEmbedder;
 pub use http::HttpEmbedder;
 pub use late::TokenVectors;
 pub use sentence_transformer::{Pooling, SentenceTransformer};
@@ -178,16 +182,19 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
 
     /// Contextual token vectors of each whole text (read in overlapping windows when it is
     /// longer than the model's positions), for late chunking. Only transformer encoders have
-    /// them.
-    fn token_vectors(&self, texts: &[&str], kind: InputKind) -> Result<Vec<TokenVectors>> {
-        let _ = (texts, kind);
-        Err(Error::Unsupported {
-            path: self.info().name.clone(),
-            message: format!(
-                "late chunking needs token vectors from a transformer encoder; `{}` models have none",
-                self.info().architecture
-            ),
-        })
+    /// them; the others answer [`no_token_vectors`]. Required, so a wrapper cannot forget to
+    /// forward it.
+    fn token_vectors(&self, texts: &[&str], kind: InputKind) -> Result<Vec<TokenVectors>>;
+}
+
+/// The error of a model without contextual token vectors, for [`Embedder::token_vectors`].
+pub fn no_token_vectors(info: &ModelInfo) -> Error {
+    Error::Unsupported {
+        path: info.name.clone(),
+        message: format!(
+            "late chunking needs token vectors from a transformer encoder; `{}` models have none",
+            info.architecture
+        ),
     }
 }
 
@@ -232,6 +239,10 @@ impl TokenCounter {
 pub fn load(spec: &str) -> Result<Arc<dyn Embedder>> {
     if spec.starts_with("http://") || spec.starts_with("https://") {
         return Ok(Arc::new(HttpEmbedder::from_spec(spec)?));
+    }
+    #[cfg(feature = "testing")]
+    if let Some(model) = hashing::HashingEmbedder::from_spec(spec) {
+        return Ok(Arc::new(model));
     }
     let path = Path::new(spec);
     let dir: PathBuf =

@@ -168,4 +168,12 @@ impl Embedder for StaticModel {
             .collect();
         Ok((vectors, stats))
     }
+
+    fn token_vectors(
+        &self,
+        _texts: &[&str],
+        _kind: crate::InputKind,
+    ) -> Result<Vec<crate::TokenVectors>> {
+        Err(crate::no_token_vectors(&self.info))
+    }
 }

@@ -118,8 +118,9 @@ impl<S: StoreRead> Engine<S> {
     ) -> Result<Vec<ChunkHit>> {
         if let Source::Stored(name) = &repr.source
             && self.store.searches_vectors()
+            && let Some(hits) = self.store_hits(q, name, candidates, exact, allowed)?
         {
-            return self.store_hits(q, name, candidates, exact, allowed);
+            return Ok(hits);
         }
         let (m, generation, stale) = self.matrix(repr)?;
         if m.is_empty() {
@@ -151,7 +152,8 @@ impl<S: StoreRead> Engine<S> {
     /// Chunks found by the store's own vector search (PostgreSQL + pgvector), scored here
     /// exactly as [`Engine::dense_hits`] scores its own scan: the store ranks, the engine
     /// scores. A few more than `candidates` are asked for, so a near tie at the cut, ordered
-    /// differently by the database's arithmetic, cannot change which chunks are kept.
+    /// differently by the database's arithmetic, cannot change which chunks are kept. `None` when
+    /// the store declined to search after all: the caller then scans as for any other store.
     fn store_hits(
         &self,
         q: &[f32],
@@ -159,7 +161,7 @@ impl<S: StoreRead> Engine<S> {
         candidates: usize,
         exact: bool,
         allowed: Option<&HashSet<DocKey>>,
-    ) -> Result<Vec<ChunkHit>> {
+    ) -> Result<Option<Vec<ChunkHit>>> {
         let docs: Option<Vec<DocKey>> = allowed.map(|a| {
             let mut keys: Vec<DocKey> = a.iter().copied().collect();
             keys.sort_unstable();
@@ -167,14 +169,14 @@ impl<S: StoreRead> Engine<S> {
         });
         let asked = candidates + NEAREST_MARGIN;
         let Some(mut m) = self.store.nearest(repr, q, asked, exact, docs.as_deref())? else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         if m.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         }
         same_dimension(&m, q)?;
         m.data.chunks_mut(m.dim).for_each(ckeep_embed::normalize);
-        Ok(top_k(scan(&m, q), candidates))
+        Ok(Some(top_k(scan(&m, q), candidates)))
     }
 
     /// The HNSW graph of `m` (the vectors of representation `key`, read at store generation

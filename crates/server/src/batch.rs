@@ -156,36 +156,81 @@ impl Embedder for BatchingEmbedder {
 mod tests {
     use super::*;
 
-    fn minilm() -> Arc<dyn Embedder> {
-        ckeep_embed::load("all-MiniLM-L6-v2").expect("ckeep model pull all-MiniLM-L6-v2")
+    /// The deterministic test embedder behind a gate: its first model call blocks until the
+    /// test opens the gate, so the test decides what queues up meanwhile.
+    #[derive(Debug)]
+    struct Gated {
+        inner: ckeep_embed::HashingEmbedder,
+        gate: Mutex<(usize, bool)>,
+        changed: Condvar,
+    }
+
+    impl Gated {
+        fn wait_until(&self, done: impl Fn(&(usize, bool)) -> bool) {
+            let mut g = self.gate.lock().unwrap();
+            while !done(&g) {
+                g = self.changed.wait(g).unwrap();
+            }
+        }
+        fn open(&self) {
+            self.gate.lock().unwrap().1 = true;
+            self.changed.notify_all();
+        }
+    }
+
+    impl Embedder for Gated {
+        fn info(&self) -> &ModelInfo {
+            self.inner.info()
+        }
+        fn count_text_tokens(&self, text: &str) -> Option<usize> {
+            self.inner.count_text_tokens(text)
+        }
+        fn embed_raw(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EmbedStats)> {
+            self.gate.lock().unwrap().0 += 1;
+            self.changed.notify_all();
+            self.wait_until(|g| g.1);
+            self.inner.embed_raw(texts)
+        }
+        fn token_vectors(&self, texts: &[&str], kind: InputKind) -> Result<Vec<TokenVectors>> {
+            self.inner.token_vectors(texts, kind)
+        }
     }
 
     #[test]
-    fn concurrent_queries_get_their_own_vectors_in_fewer_calls() {
-        let model = minilm();
-        let batching = Arc::new(BatchingEmbedder::new(Arc::clone(&model)));
+    fn queries_that_arrive_during_a_model_call_share_the_next_one() {
+        let gated = Arc::new(Gated {
+            inner: ckeep_embed::HashingEmbedder::new(64),
+            gate: Mutex::new((0, false)),
+            changed: Condvar::new(),
+        });
+        let batching = Arc::new(BatchingEmbedder::new(gated.clone()));
         let queries: Vec<String> =
             (0..48).map(|i| format!("question number {i} about rivers")).collect();
         let got: Vec<(usize, Vec<f32>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = queries
-                .iter()
-                .enumerate()
-                .map(|(i, q)| {
-                    let b = Arc::clone(&batching);
-                    s.spawn(move || {
-                        (i, b.embed(&[q.as_str()], InputKind::Query).unwrap().0.remove(0))
-                    })
-                })
-                .collect();
+            let spawn = |i: usize| {
+                let (b, q) = (Arc::clone(&batching), queries[i].as_str());
+                s.spawn(move || (i, b.embed(&[q], InputKind::Query).unwrap().0.remove(0)))
+            };
+            let mut handles = vec![spawn(0)];
+            // The first query leads and is now inside the (blocked) model call.
+            gated.wait_until(|g| g.0 == 1);
+            handles.extend((1..48).map(spawn));
+            // A bound only to fail (not hang) if calls stop queuing; passing never waits for it.
+            let give_up = std::time::Instant::now() + std::time::Duration::from_mins(1);
+            while batching.lock().queue.len() < 47 && std::time::Instant::now() < give_up {
+                std::thread::yield_now();
+            }
+            gated.open();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         for (i, v) in got {
-            let (alone, _) = model.embed(&[queries[i].as_str()], InputKind::Query).unwrap();
-            let diff = v.iter().zip(&alone[0]).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
-            assert!(diff < 1e-4, "query {i} got another query's vector (max diff {diff})");
+            let (alone, _) = gated.inner.embed(&[queries[i].as_str()], InputKind::Query).unwrap();
+            assert_eq!(v, alone[0], "query {i} got another query's vector");
         }
-        let (calls, texts) = batching.calls();
-        assert_eq!(texts, 48);
-        assert!(calls <= 48, "{calls} calls");
+        assert_eq!(
+            batching.calls(),
+            (2, 48),
+            "one call for the first query, one for the 47 queued"
+        );
     }
 }

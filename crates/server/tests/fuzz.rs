@@ -1,6 +1,6 @@
 //! Random bodies, paths and queries against the real router: whatever arrives, the answer is a
 //! JSON error with a code and a 4xx status, or a success; never a 5xx, never a crash, and the
-//! store stays consistent.
+//! store stays consistent afterwards.
 
 mod common;
 
@@ -10,6 +10,7 @@ use axum::body::Body;
 use axum::http::Request;
 use ckeep_server::ServerConfig;
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 use serde_json::{Value, json};
 
 use common::{TestServer, scifact};
@@ -122,37 +123,40 @@ async fn send(server: &TestServer, method: &str, uri: &str, body: Vec<u8>) -> (u
     (status, res.into_body().collect().await.unwrap().to_bytes().to_vec())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
-
-    #[test]
-    fn random_bodies_get_4xx_or_success(
-        route in prop::sample::select(vec![
-            ("POST", "/search"), ("POST", "/documents"), ("POST", "/similar"),
-            ("PUT", "/documents/fuzz"),
-        ]),
-        body in body(),
-    ) {
-        let (status, bytes) = runtime().block_on(send(server(), route.0, route.1, body));
-        check(status, &bytes, &format!("{} {}", route.0, route.1))?;
-    }
-
-    #[test]
-    fn random_paths_and_query_strings_get_4xx_or_success(
-        path in "[a-zA-Z0-9/%._~-]{0,30}",
-        query in "[a-z0-9=&,%-]{0,30}",
-        method in prop::sample::select(vec!["GET", "DELETE", "POST", "PATCH"]),
-    ) {
-        let uri = format!("/documents/{path}?{query}");
-        if let Ok(uri) = uri.parse::<axum::http::Uri>() {
-            let (status, bytes) = runtime().block_on(send(server(), method, &uri.to_string(), Vec::new()));
-            check(status, &bytes, &uri.to_string())?;
-        }
-    }
-}
-
+/// Both kinds of random request, then the store check: in one test, so the check always runs
+/// after every request has been answered, whatever order the harness runs tests in.
 #[test]
-fn the_store_is_consistent_after_the_fuzzing() {
+fn random_requests_get_4xx_or_success_and_leave_the_store_consistent() {
+    let config =
+        ProptestConfig { cases: 400, source_file: Some(file!()), ..ProptestConfig::default() };
+    let routes = prop::sample::select(vec![
+        ("POST", "/search"),
+        ("POST", "/documents"),
+        ("POST", "/similar"),
+        ("PUT", "/documents/fuzz"),
+    ]);
+    TestRunner::new(config.clone())
+        .run(&(routes, body()), |(route, body)| {
+            let (status, bytes) = runtime().block_on(send(server(), route.0, route.1, body));
+            check(status, &bytes, &format!("{} {}", route.0, route.1))
+        })
+        .unwrap();
+    let methods = prop::sample::select(vec!["GET", "DELETE", "POST", "PATCH"]);
+    TestRunner::new(config)
+        .run(
+            &("[a-zA-Z0-9/%._~-]{0,30}", "[a-z0-9=&,%-]{0,30}", methods),
+            |(path, query, method)| {
+                let Ok(uri) = format!("/documents/{path}?{query}").parse::<axum::http::Uri>()
+                else {
+                    return Ok(());
+                };
+                let (status, bytes) =
+                    runtime().block_on(send(server(), method, &uri.to_string(), Vec::new()));
+                check(status, &bytes, &uri.to_string())
+            },
+        )
+        .unwrap();
     let store = ckeep_store::SqliteStore::open(&server().store()).unwrap();
-    assert!(ckeep_store::StoreRead::check(&store).unwrap().is_ok());
+    let report = ckeep_store::StoreRead::check(&store).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
 }

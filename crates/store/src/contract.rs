@@ -11,14 +11,19 @@
 //! 5. an invalid write fails as a whole and changes nothing;
 //! 6. vectors and summaries round-trip;
 //! 7. the manifest round-trips;
-//! 8. span text is exact, also around multi-byte characters;
+//! 8. span text is exact, also around multi-byte characters, one span or many at once;
 //! 9. look-ups by chunk id and document key keep the order asked;
 //! 10. entries derived later (summaries, a representation, a lexical field) are added to, and
 //!     replace their kind in, the stored document only while it is unchanged, and what each
 //!     document still lacks is listed;
 //! 11. metadata filters select documents by equality and array membership, and the
 //!     generation grows with every kind of write;
-//! 12. `check` passes on every store the other tests leave behind.
+//! 12. a store's own vector search agrees with [`crate::StoreRead::searches_vectors`]: it
+//!     finds the nearest chunks (of the allowed documents) with their stored vectors, or says
+//!     `None` so the caller searches;
+//! 13. `check` passes on every store the other tests leave behind.
+//!
+//! Run it on a store behind [`crate::DynStore`] as well, so every forwarded method is covered.
 
 use ckeep_core::{Chunk, ChunkId, Document, Span};
 
@@ -34,7 +39,7 @@ macro_rules! store_contract_tests {
         $crate::store_contract_tests!(@tests $make;
             roundtrip, replace, remove, postings_and_stats, invalid_write_is_atomic,
             vectors_and_summaries, manifest, span_text, lookups_keep_order, derived_entries,
-            filters_and_generation);
+            filters_and_generation, nearest);
     };
     (@tests $make:expr; $($name:ident),*) => {$(
         #[test]
@@ -243,6 +248,11 @@ pub fn span_text(store: &mut dyn StoreWrite) {
     let emoji = text.find('👩').unwrap();
     let span = Span::new(emoji, text.find(" end").unwrap());
     assert_eq!(store.span_text(doc.key, span).unwrap(), "👩‍👩‍👧");
+    store.write_batch(vec![sample("v", "second document")]).unwrap();
+    let other = store.document("v").unwrap().unwrap();
+    let asked = [(doc.key, span), (other.key, Span::new(7, 15)), (doc.key, Span::new(0, 9))];
+    assert_eq!(store.span_texts(&asked).unwrap(), ["👩‍👩‍👧", "document", "日本語"]);
+    assert!(store.span_texts(&[]).unwrap().is_empty());
 }
 
 /// Property 9.
@@ -368,4 +378,43 @@ pub fn filters_and_generation(store: &mut dyn StoreWrite) {
     assert!(!store.begin_read().unwrap(), "no nested snapshot");
     assert_eq!(store.document_ids().unwrap().len(), 3);
     store.end_read().unwrap();
+}
+
+/// Property 12.
+pub fn nearest(store: &mut dyn StoreWrite) {
+    // Document i's two leaves point at angles i/10 and i/10 + 1.5 in the plane.
+    let docs: Vec<DocumentWrite> = (0..20u8)
+        .map(|i| {
+            let mut w = sample(&format!("n{i:02}"), "left half right half");
+            w.vectors = [(1, 0.0), (2, 1.5)]
+                .iter()
+                .map(|&(ordinal, offset)| {
+                    let a = f32::from(i) / 10.0 + offset;
+                    VectorEntry { repr: "plain".into(), ordinal, vector: vec![a.cos(), a.sin()] }
+                })
+                .collect();
+            w
+        })
+        .collect();
+    store.write_batch(docs).unwrap();
+    let a = 0.72_f32;
+    let query = [a.cos(), a.sin()];
+    let found = store.nearest("plain", &query, 2, true, None).unwrap();
+    if !store.searches_vectors() {
+        assert!(found.is_none(), "a store that does not search vectors says so");
+        return;
+    }
+    let m = found.expect("a store that searches vectors answers");
+    assert_eq!(store.doc_ids_by_key(&m.docs).unwrap(), ["n07", "n08"]);
+    assert_eq!(m.dim, 2);
+    let stored = store.vectors("plain").unwrap();
+    let row = stored.ids.iter().position(|id| *id == m.ids[0]).unwrap();
+    assert_eq!(m.row(0), stored.row(row), "vectors come back as stored");
+    let key = |id: &str| store.document(id).unwrap().unwrap().key;
+    let within = [key("n15"), key("n03")];
+    let m = store.nearest("plain", &query, 5, true, Some(&within)).unwrap().unwrap();
+    let ids = store.doc_ids_by_key(&m.docs).unwrap();
+    assert_eq!(ids.len(), 4, "both leaves of the two allowed documents: {ids:?}");
+    assert!(ids.iter().all(|id| id == "n03" || id == "n15"), "{ids:?}");
+    assert!(store.nearest("missing", &query, 3, true, None).unwrap().unwrap().is_empty());
 }

@@ -132,6 +132,9 @@ fn postgres_message(e: &::postgres::Error) -> String {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Reading from a store.
+///
+/// No method has a default body: a backend, or a wrapper that forwards to one (such as the
+/// `Box` behind [`DynStore`]), must decide each one, so none is silently left at a fallback.
 pub trait StoreRead {
     /// Where the store is, for messages.
     fn location(&self) -> String;
@@ -154,9 +157,7 @@ pub trait StoreRead {
     /// The text of `span` in document `key`.
     fn span_text(&self, key: ckeep_core::DocKey, span: ckeep_core::Span) -> Result<String>;
     /// The texts of several spans, in the order asked (one round trip where that matters).
-    fn span_texts(&self, spans: &[(ckeep_core::DocKey, ckeep_core::Span)]) -> Result<Vec<String>> {
-        spans.iter().map(|(key, span)| self.span_text(*key, *span)).collect()
-    }
+    fn span_texts(&self, spans: &[(ckeep_core::DocKey, ckeep_core::Span)]) -> Result<Vec<String>>;
     /// Statistics of a lexical field and the posting list of each term (sorted by chunk id).
     fn postings(
         &self,
@@ -189,9 +190,7 @@ pub trait StoreRead {
     fn end_read(&self) -> Result<()>;
     /// Whether [`StoreRead::nearest`] searches vectors in the store (so callers need not load
     /// them or build a graph of their own).
-    fn searches_vectors(&self) -> bool {
-        false
-    }
+    fn searches_vectors(&self) -> bool;
     /// The `k` chunks nearest to the normalised `query` under stored representation `repr`,
     /// found by the store's own vector index (or, when `exact`, by a full scan inside the
     /// database), only of `docs` when given; with their vectors, so the caller scores them
@@ -204,10 +203,7 @@ pub trait StoreRead {
         k: usize,
         exact: bool,
         docs: Option<&[ckeep_core::DocKey]>,
-    ) -> Result<Option<VectorMatrix>> {
-        let _ = (repr, query, k, exact, docs);
-        Ok(None)
-    }
+    ) -> Result<Option<VectorMatrix>>;
 }
 
 /// A read snapshot held for as long as the guard lives (see [`StoreRead::begin_read`]): a

@@ -97,6 +97,9 @@ fn stdin_is_one_plain_document() {
     child.stdin.take().unwrap().write_all(b"piped text").unwrap();
     assert!(child.wait_with_output().unwrap().status.success());
     assert_eq!(ok(&store, &["show", "stdin"]), "piped text");
+    // The chunk listing is lines of text, each ended, so nothing glues to the next prompt.
+    let listing = ok(&store, &["show", "stdin", "--chunks"]);
+    assert!(listing.ends_with("piped text\n"), "{listing:?}");
 }
 
 #[test]
