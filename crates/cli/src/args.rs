@@ -13,7 +13,8 @@ const ABOUT: &str = "Context Keeper: store long, index short.
 Documents are kept whole; they are indexed as small chunks with byte-exact spans; a query finds
 the best small pieces and hands back the context with exact provenance.
 
-Exit codes: 0 success, 1 runtime failure, 2 usage error.";
+Exit codes: 0 success, 1 runtime failure (the machine, a server, a bug), 2 the user's error
+(arguments, malformed input, no store or model there, a store built otherwise).";
 
 #[derive(Debug, Parser)]
 #[command(name = "ckeep", version, about = ABOUT, propagate_version = true)]
@@ -152,6 +153,11 @@ pub struct ServeArgs {
     /// every acknowledged write at once. 0 reloads after every write.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
     pub refresh_interval: f64,
+    /// Log lines on stderr: `text` for people, `json` (one object a line) for log collectors.
+    /// One line per request (id, method, route, status, latency); the level and targets come
+    /// from `CKEEP_LOG` (e.g. `warn`, `info`, `ckeep::http=off`) [default: info].
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
 }
 
 #[derive(Debug, Args)]

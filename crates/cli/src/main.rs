@@ -56,28 +56,26 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         .is_some_and(|e| e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
 }
 
-/// Errors in what the user asked for (bad strategy, chunker mismatch, invalid parameter) count
-/// as usage errors; failures while loading or storing are runtime errors.
+/// Errors in what the user asked for or gave (bad strategy, chunker mismatch, a malformed input
+/// file, no store there) count as usage errors; failures of the machine, a server or ours are
+/// runtime errors. The typed error nearest the top decides, by the same `is_user_error` rule
+/// the server uses for 4xx against 5xx.
 fn is_user_input_error(err: &anyhow::Error) -> bool {
-    use ckeep_engine::Error as E;
-    let engine = matches!(
-        err.downcast_ref::<E>(),
-        Some(
-            E::Strategy { .. }
-                | E::Invalid(_)
-                | E::ChunkerMismatch { .. }
-                | E::AnalyzerMismatch { .. }
-                | E::ModelMismatch { .. }
-                | E::ModelRequired(_)
-                | E::Embed(ckeep_embed::Error::NotFound(_))
-        )
-    );
-    engine
-        || matches!(err.downcast_ref::<ckeep_embed::Error>(), Some(ckeep_embed::Error::NotFound(_)))
-        || matches!(
-            err.downcast_ref::<ckeep_text::Error>(),
-            Some(ckeep_text::Error::ChunkerSpec { .. })
-        )
+    err.chain()
+        .find_map(|e| {
+            if let Some(e) = e.downcast_ref::<ckeep_engine::Error>() {
+                Some(e.is_user_error())
+            } else if let Some(e) = e.downcast_ref::<ckeep_text::Error>() {
+                Some(e.is_user_error())
+            } else if let Some(e) = e.downcast_ref::<ckeep_store::Error>() {
+                Some(e.is_user_error())
+            } else if let Some(e) = e.downcast_ref::<ckeep_eval::Error>() {
+                Some(e.is_user_error())
+            } else {
+                e.downcast_ref::<ckeep_embed::Error>().map(ckeep_embed::Error::is_user_error)
+            }
+        })
+        .unwrap_or(false)
 }
 
 fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {

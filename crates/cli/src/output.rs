@@ -27,6 +27,11 @@ impl Output {
         Self { json, quiet }
     }
 
+    /// Whether `--quiet` was given.
+    pub fn is_quiet(&self) -> bool {
+        self.quiet
+    }
+
     /// A note for people, on stderr.
     pub fn note(&self, msg: impl AsRef<str>) {
         if !self.quiet {

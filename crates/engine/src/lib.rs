@@ -133,6 +133,39 @@ pub enum Error {
     Llm(#[from] ckeep_llm::Error),
 }
 
+impl Error {
+    /// Whether the caller is at fault (what was asked, or the input given) rather than the
+    /// store, a model server or our code. The one rule behind the CLI's exit code 2 and the
+    /// server's 4xx answers.
+    pub fn is_user_error(&self) -> bool {
+        match self {
+            Self::Store(e) => e.is_user_error(),
+            Self::Load(e) => e.is_user_error(),
+            Self::Embed(e) => e.is_user_error(),
+            Self::Llm(e) => e.is_user_error(),
+            Self::ChunkerMismatch { .. }
+            | Self::AnalyzerMismatch { .. }
+            | Self::AnalyzerUnknown { .. }
+            | Self::Strategy { .. }
+            | Self::Invalid(_)
+            | Self::ModelMismatch { .. }
+            | Self::ModelRequired(_) => true,
+        }
+    }
+
+    /// Whether the request conflicts with how the store was built (chunker, analyzer, model):
+    /// a user error of its own kind (HTTP 409).
+    pub fn is_conflict(&self) -> bool {
+        matches!(
+            self,
+            Self::ChunkerMismatch { .. }
+                | Self::ModelMismatch { .. }
+                | Self::AnalyzerMismatch { .. }
+                | Self::AnalyzerUnknown { .. }
+        )
+    }
+}
+
 /// Engine results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

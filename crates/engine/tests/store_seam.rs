@@ -31,6 +31,17 @@ impl StoreRead for Declining {
     fn document_ids(&self) -> Result<Vec<String>> {
         self.0.document_ids()
     }
+    fn document_ids_page(
+        &self,
+        after: Option<&str>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        self.0.document_ids_page(after, offset, limit)
+    }
+    fn document_count(&self) -> Result<usize> {
+        self.0.document_count()
+    }
     fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>> {
         self.0.chunks_of(id)
     }

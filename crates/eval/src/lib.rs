@@ -31,7 +31,7 @@ pub use metrics::{Evaluation, Metric, evaluate};
 pub use significance::{paired_randomization, paired_t_test};
 pub use trec::{Qrels, Run};
 
-/// Evaluation failures; all are the user's input errors.
+/// Evaluation failures: the user's input errors, but for [`Error::Io`], which may be the machine's.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -56,4 +56,12 @@ pub enum Error {
         "unknown metric `{0}`; expected ndcg@K, mrr[@K], map[@K], recall@K, p@K, hit@K or contain@K"
     )]
     Metric(String),
+}
+
+impl Error {
+    /// Whether the input is at fault (every variant but [`Error::Io`]), by the rule the
+    /// other crates' errors follow.
+    pub fn is_user_error(&self) -> bool {
+        !matches!(self, Self::Io { .. })
+    }
 }

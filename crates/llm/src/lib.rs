@@ -55,6 +55,14 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether the caller is at fault (a model that is not installed or incomplete) rather than
+    /// a server, the cache or our code.
+    pub fn is_user_error(&self) -> bool {
+        matches!(self, Self::ModelFile { .. } | Self::NotFound(_))
+    }
+}
+
 /// Generation results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

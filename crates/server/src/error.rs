@@ -50,11 +50,11 @@ impl ApiError {
         Self::new("invalid_parameter", message)
     }
 
-    /// A failure of ours (500); the message is logged and returned.
+    /// A failure of ours or the machine's (500). The message stays in the server's log, under
+    /// the request id; the client gets a generic message with that id (internal messages name
+    /// files, hosts and database errors that are not the client's business).
     pub fn internal(message: impl Into<String>) -> Self {
-        let e = Self::new("internal", message);
-        eprintln!("ckeep serve: internal error: {}", e.message);
-        e
+        Self::new("internal", message)
     }
 }
 
@@ -67,28 +67,37 @@ struct Body<'a> {
 struct Inner<'a> {
     code: &'a str,
     message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_id: Option<&'a str>,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Body { error: Inner { code: self.code, message: &self.message } };
-        (self.status, axum::Json(body)).into_response()
+        let request_id = crate::observe::current_request_id();
+        let id = request_id.as_deref().unwrap_or("-");
+        let generic;
+        let message = if self.status.is_server_error() && self.code == "internal" {
+            tracing::error!(request_id = %id, detail = %self.message, "internal error");
+            generic =
+                format!("internal error; the server log has the details under request id {id}");
+            &generic
+        } else {
+            &self.message
+        };
+        let error = Inner { code: self.code, message, request_id: request_id.as_deref() };
+        (self.status, axum::Json(Body { error })).into_response()
     }
 }
 
 impl From<ckeep_engine::Error> for ApiError {
+    /// Through [`ckeep_engine::Error::is_user_error`], the rule the CLI's exit codes follow too.
     fn from(err: ckeep_engine::Error) -> Self {
-        use ckeep_engine::Error as E;
-        match &err {
-            E::Strategy { .. } | E::Invalid(_) | E::ModelRequired(_) | E::Load(_) => {
-                Self::invalid(err.to_string())
-            }
-            E::ChunkerMismatch { .. }
-            | E::ModelMismatch { .. }
-            | E::AnalyzerMismatch { .. }
-            | E::AnalyzerUnknown { .. } => Self::new("conflict", err.to_string()),
-            E::Embed(ckeep_embed::Error::NotFound(_)) => Self::invalid(err.to_string()),
-            E::Store(_) | E::Embed(_) | E::Llm(_) | _ => Self::internal(err.to_string()),
+        if err.is_conflict() {
+            Self::new("conflict", err.to_string())
+        } else if err.is_user_error() {
+            Self::invalid(err.to_string())
+        } else {
+            Self::internal(err.to_string())
         }
     }
 }
@@ -96,5 +105,45 @@ impl From<ckeep_engine::Error> for ApiError {
 impl From<ckeep_store::Error> for ApiError {
     fn from(err: ckeep_store::Error) -> Self {
         Self::from(ckeep_engine::Error::from(err))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn internal_details_stay_in_the_log_and_the_client_gets_the_request_id() {
+        let err =
+            ApiError::internal("PostgreSQL: FATAL: password authentication failed at /srv/db");
+        let res = crate::observe::REQUEST_ID
+            .scope("req-7".to_string(), async move { err.into_response() })
+            .await;
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("PostgreSQL") && !message.contains("/srv"), "{message}");
+        assert!(message.contains("req-7"), "{message}");
+        assert_eq!(v["error"]["request_id"], "req-7");
+        assert_eq!(v["error"]["code"], "internal");
+    }
+
+    #[test]
+    fn user_errors_are_4xx_by_the_engines_rule() {
+        let load = ckeep_engine::Error::Load(ckeep_text::Error::Empty { origin: "x".into() });
+        assert_eq!(ApiError::from(load).status, StatusCode::UNPROCESSABLE_ENTITY);
+        let mismatch =
+            ckeep_engine::Error::ChunkerMismatch { stored: "a".into(), requested: "b".into() };
+        assert_eq!(ApiError::from(mismatch).status, StatusCode::CONFLICT);
+        let missing = ckeep_store::Error::NotFound { path: "/x".into() };
+        assert_eq!(ApiError::from(missing).status, StatusCode::UNPROCESSABLE_ENTITY);
+        let io = ckeep_store::Error::Io {
+            path: "/x".into(),
+            source: std::io::Error::other("disk full"),
+        };
+        assert_eq!(ApiError::from(io).status, StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

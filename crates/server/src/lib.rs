@@ -8,11 +8,14 @@
 //! - Every route but `/health` needs `Authorization: Bearer TOKEN` when a token is set.
 //! - Errors are JSON with a stable code ([`error::CODES`]); every limit is in [`Limits`].
 //! - Queries from concurrent requests share model calls ([`batch::BatchingEmbedder`]).
-//! - The API is described at `/openapi.json`.
+//! - The API is described at `/openapi.json`; every answer carries an `x-request-id`, each
+//!   request is logged through `tracing`, and `/metrics` serves Prometheus metrics
+//!   ([`observe`]).
 
 pub mod batch;
 pub mod error;
 mod json;
+pub mod observe;
 mod routes;
 pub mod workers;
 
@@ -125,6 +128,7 @@ pub struct AppState {
     indexed_at: AtomicU64,
     started: Instant,
     location: String,
+    metrics: observe::Metrics,
 }
 
 impl AppState {
@@ -168,6 +172,7 @@ impl AppState {
             indexed_at: AtomicU64::new(0),
             started: Instant::now(),
             location: writer_location,
+            metrics: observe::Metrics::default(),
         }))
     }
 
@@ -214,7 +219,7 @@ pub async fn serve(
             loop {
                 tokio::time::sleep(state.config.index_interval).await;
                 if let Err(e) = state.refresh_index().await {
-                    eprintln!("ckeep serve: vector index not rebuilt: {}", e.message);
+                    tracing::warn!(error = %e.message, "vector index not rebuilt");
                 }
             }
         })

@@ -6,6 +6,7 @@
 //! request times out or the client goes away: a write the server began is committed, and the
 //! reader slot is given back only when the work is done, so load stays bounded.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -29,6 +30,54 @@ pub struct Workers {
     queue_timeout: Duration,
     /// How long a read may take before its answer is given up (503 timeout).
     read_timeout: Duration,
+    /// Reader engines in the pool, and requests waiting for a slot now.
+    readers: usize,
+    waiting: Arc<AtomicUsize>,
+}
+
+/// Counts a request as waiting for a slot until dropped (also when the wait is abandoned).
+struct Waiting(Arc<AtomicUsize>);
+
+impl Waiting {
+    fn start(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(Arc::clone(count))
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A reader taken from the pool with its slot. Dropping it, also while a panicking job unwinds,
+/// puts the engine back before the slot is released, so the pool never shrinks and a free slot
+/// always finds an idle reader.
+struct Lease {
+    engine: Option<StoreEngine>,
+    idle: Arc<Mutex<Vec<StoreEngine>>>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Lease {
+    fn take(idle: Arc<Mutex<Vec<StoreEngine>>>, permit: OwnedSemaphorePermit) -> Option<Self> {
+        let engine = idle.lock().unwrap_or_else(PoisonError::into_inner).pop()?;
+        Some(Self { engine: Some(engine), idle, _permit: permit })
+    }
+
+    fn engine(&self) -> &StoreEngine {
+        self.engine.as_ref().expect("held until drop")
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // Runs before the fields drop, so the engine is back before the permit is released.
+        if let Some(engine) = self.engine.take() {
+            self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(engine);
+        }
+    }
 }
 
 impl Workers {
@@ -40,6 +89,8 @@ impl Workers {
         read_timeout: Duration,
     ) -> Self {
         Self {
+            readers: readers.len(),
+            waiting: Arc::default(),
             read_slots: Arc::new(Semaphore::new(readers.len())),
             idle_readers: Arc::new(Mutex::new(readers)),
             writer: Arc::new(Mutex::new(writer)),
@@ -49,7 +100,18 @@ impl Workers {
         }
     }
 
+    /// Requests waiting for a reader or the writer now.
+    pub fn queued(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    /// Reader engines running a job now.
+    pub fn readers_busy(&self) -> usize {
+        self.readers.saturating_sub(self.read_slots.available_permits())
+    }
+
     async fn slot(&self, slots: &Arc<Semaphore>) -> Result<OwnedSemaphorePermit, ApiError> {
+        let _waiting = Waiting::start(&self.waiting);
         match tokio::time::timeout(self.queue_timeout, Arc::clone(slots).acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_)) => Err(ApiError::new("shutting_down", "the server is shutting down")),
@@ -89,14 +151,10 @@ impl Workers {
         let permit = self.slot(&self.read_slots).await?;
         let idle = Arc::clone(&self.idle_readers);
         let task = tokio::task::spawn_blocking(move || {
-            let engine = idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
-            let Some(engine) = engine else {
+            let Some(lease) = Lease::take(idle, permit) else {
                 return Err(ApiError::internal("a read slot without an idle reader"));
             };
-            let out = job(&engine);
-            idle.lock().unwrap_or_else(PoisonError::into_inner).push(engine);
-            drop(permit);
-            out
+            job(lease.engine())
         });
         let joined = match timeout {
             Some(t) => tokio::time::timeout(t, task).await.map_err(|_| {
@@ -148,12 +206,14 @@ mod tests {
         Engine::new(Box::new(ckeep_store::SqliteStore::open_or_create(dir).unwrap()))
     }
 
-    /// One reader, held by a job that waits on `release`.
-    async fn busy(workers: &Arc<Workers>) -> std::sync::mpsc::Sender<()> {
+    /// One reader, held by a job that waits on `release`; the handle ends when the job has.
+    async fn busy(
+        workers: &Arc<Workers>,
+    ) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<Result<(), ApiError>>) {
         let (release, wait) = std::sync::mpsc::channel::<()>();
         let (started, running) = tokio::sync::oneshot::channel();
         let w = Arc::clone(workers);
-        tokio::spawn(async move {
+        let handle = tokio::spawn(async move {
             w.read(move |_| {
                 let _ = started.send(());
                 let _ = wait.recv();
@@ -162,27 +222,42 @@ mod tests {
             .await
         });
         running.await.unwrap();
-        release
+        (release, handle)
+    }
+
+    fn one_reader(dir: &std::path::Path, queue: Duration, read: Duration) -> Arc<Workers> {
+        let writer = engine(dir);
+        let reader =
+            writer.reader(Box::new(ckeep_store::SqliteStore::open(dir).unwrap()) as DynStore);
+        Arc::new(Workers::new(writer, vec![reader], queue, read))
+    }
+
+    #[tokio::test]
+    async fn a_panicking_read_gives_its_reader_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let workers = one_reader(dir.path(), Duration::from_mins(10), Duration::from_mins(10));
+        for _ in 0..3 {
+            let err = workers
+                .read(|_| -> Result<(), ApiError> { panic!("a bug in a read job") })
+                .await
+                .unwrap_err();
+            assert_eq!(err.code, "internal");
+            // The one reader is back: the next read runs instead of finding no idle engine.
+            assert!(!workers.read(|e| Ok(e.store().location())).await.unwrap().is_empty());
+        }
     }
 
     #[tokio::test]
     async fn a_full_pool_turns_requests_away_and_a_slow_read_times_out() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = engine(dir.path());
-        let reader = writer
-            .reader(Box::new(ckeep_store::SqliteStore::open(dir.path()).unwrap()) as DynStore);
-        let workers = Arc::new(Workers::new(
-            writer,
-            vec![reader],
-            Duration::from_millis(50),
-            Duration::from_millis(200),
-        ));
-        let release = busy(&workers).await;
+        let workers = one_reader(dir.path(), Duration::from_millis(50), Duration::from_millis(200));
+        let (release, held) = busy(&workers).await;
         let err = workers.read(|_| Ok(())).await.unwrap_err();
         assert_eq!(err.code, "overloaded");
         assert_eq!(err.status.as_u16(), 503);
         release.send(()).unwrap();
         // The slot comes back once the job ends.
+        held.await.unwrap().unwrap();
         workers.read(|_| Ok(())).await.unwrap();
         let err = workers
             .read(|_| {

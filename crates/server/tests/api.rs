@@ -8,7 +8,7 @@ mod common;
 use axum::body::Body;
 use axum::http::Request;
 use ckeep_server::{Limits, ServerConfig};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use common::{TestServer, assert_error, scifact};
 
@@ -62,6 +62,19 @@ async fn documents_round_trip_and_search_finds_them() {
     let (_, listed) = server.get("/documents?offset=40&limit=5").await;
     assert_eq!(listed["total"], 41);
     assert_eq!(listed["ids"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["next"], Value::Null, "the last page");
+    // Walking by cursor visits every id once, in order.
+    let mut walked: Vec<Value> = Vec::new();
+    let mut uri = "/documents?limit=7".to_string();
+    loop {
+        let (status, page) = server.get(&uri).await;
+        assert_eq!(status, 200, "{page}");
+        walked.extend(page["ids"].as_array().unwrap().iter().cloned());
+        let Some(next) = page["next"].as_str() else { break };
+        uri = format!("/documents?limit=7&after={}", urlencode(next));
+    }
+    let (_, all) = server.get("/documents?limit=100").await;
+    assert_eq!(Value::Array(walked), all["ids"]);
 
     // Search: each mode and option.
     let title = docs[7]["title"].as_str().unwrap();
@@ -338,4 +351,18 @@ async fn requests_beyond_the_in_flight_limit_are_turned_away() {
     assert_error(&server.get("/stats").await, 503, "overloaded");
     assert_eq!(busy.await.unwrap().0, 200);
     assert_eq!(server.get("/stats").await.0, 200, "admitted again once the first is done");
+}
+
+/// Percent-encodes a query-string value (every byte but the unreserved ones).
+fn urlencode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }

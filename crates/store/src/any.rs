@@ -54,6 +54,17 @@ impl<T: StoreRead + ?Sized> StoreRead for Box<T> {
     fn document_ids(&self) -> Result<Vec<String>> {
         (**self).document_ids()
     }
+    fn document_ids_page(
+        &self,
+        after: Option<&str>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        (**self).document_ids_page(after, offset, limit)
+    }
+    fn document_count(&self) -> Result<usize> {
+        (**self).document_count()
+    }
     fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>> {
         (**self).chunks_of(id)
     }

@@ -12,7 +12,7 @@
 //! 6. vectors and summaries round-trip;
 //! 7. the manifest round-trips;
 //! 8. span text is exact, also around multi-byte characters, one span or many at once;
-//! 9. look-ups by chunk id and document key keep the order asked;
+//! 9. look-ups by chunk id and document key keep the order asked, and ids page in byte order;
 //! 10. entries derived later (summaries, a representation, a lexical field) are added to, and
 //!     replace their kind in, the stored document only while it is unchanged, and what each
 //!     document still lacks is listed;
@@ -112,6 +112,7 @@ pub fn roundtrip(store: &mut dyn StoreWrite) {
     assert_eq!(chunks, w.chunks);
     assert!(store.document("missing").unwrap().is_none());
     assert_eq!(store.document_ids().unwrap(), ["a"]);
+    assert_eq!(store.document_count().unwrap(), 1);
 }
 
 /// Property 2.
@@ -257,6 +258,19 @@ pub fn span_text(store: &mut dyn StoreWrite) {
 
 /// Property 9.
 pub fn lookups_keep_order(store: &mut dyn StoreWrite) {
+    // Pages of ids in byte order (uppercase before lowercase, `é` after `z`), by cursor and offset.
+    let ids = ["b", "a", "Z", "é", "a1", "z"];
+    store.write_batch(ids.iter().map(|id| sample(id, "some text")).collect()).unwrap();
+    let sorted = ["Z", "a", "a1", "b", "z", "é"];
+    assert_eq!(store.document_ids().unwrap(), sorted);
+    assert_eq!(store.document_count().unwrap(), 6);
+    assert_eq!(store.document_ids_page(None, 0, 2).unwrap(), ["Z", "a"]);
+    assert_eq!(store.document_ids_page(Some("a"), 0, 3).unwrap(), ["a1", "b", "z"]);
+    assert_eq!(store.document_ids_page(Some("a"), 2, 3).unwrap(), ["z", "é"]);
+    assert_eq!(store.document_ids_page(None, 4, usize::MAX).unwrap(), ["z", "é"]);
+    assert!(store.document_ids_page(Some("é"), 0, 5).unwrap().is_empty());
+    store.remove(&ids.iter().map(|id| (*id).to_string()).collect::<Vec<_>>()).unwrap();
+
     store.write_batch(vec![sample("a", "one two"), sample("b", "three four")]).unwrap();
     let a = store.chunks_of("a").unwrap();
     let b = store.chunks_of("b").unwrap();

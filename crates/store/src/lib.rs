@@ -128,6 +128,19 @@ fn postgres_message(e: &::postgres::Error) -> String {
     message
 }
 
+impl Error {
+    /// Whether the caller is at fault (no store there, a newer schema, not a store) rather than
+    /// the database or the machine: decides exit code 2 in the CLI and 4xx over HTTP.
+    pub fn is_user_error(&self) -> bool {
+        matches!(self, Self::NotFound { .. } | Self::NewerSchema { .. } | Self::NotAStore { .. })
+    }
+}
+
+/// A count as SQL's `LIMIT` and `OFFSET` take it (signed 64-bit), saturating.
+pub(crate) fn sql_count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 /// Store results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -146,6 +159,16 @@ pub trait StoreRead {
     fn document_hash(&self, id: &str) -> Result<Option<ContentHashHex>>;
     /// All document ids, sorted.
     fn document_ids(&self) -> Result<Vec<String>>;
+    /// One page of the sorted document ids: those after `after` (when given), skipping
+    /// `offset`, at most `limit`. Only the page is read, so a client can walk any collection.
+    fn document_ids_page(
+        &self,
+        after: Option<&str>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<String>>;
+    /// How many documents the store holds.
+    fn document_count(&self) -> Result<usize>;
     /// A document's chunks in ordinal (pre-)order.
     fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>>;
     /// Chunks by id, in the order asked; unknown ids are skipped.

@@ -68,6 +68,14 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether the input is at fault (every variant but [`Error::Io`], which may be the
+    /// machine's): decides exit code 2 in the CLI and 422 over HTTP alike.
+    pub fn is_user_error(&self) -> bool {
+        !matches!(self, Self::Io { .. })
+    }
+}
+
 /// At most this many problems are listed in a [`Error::Malformed`] message.
 pub(crate) const MAX_PROBLEMS: usize = 20;
 

@@ -34,6 +34,9 @@ struct AddOutput<'a> {
 struct Skipped {
     source: String,
     error: String,
+    /// Whether the input is at fault (malformed, empty, too large) rather than the machine.
+    #[serde(skip)]
+    user_error: bool,
 }
 
 pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
@@ -65,7 +68,11 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
                 kept_bytes += if keep { bytes } else { 0 };
                 valid.push((source, keep.then_some(loaded)));
             }
-            Err(e) => skipped.push(Skipped { source: source.name(), error: e.to_string() }),
+            Err(e) => skipped.push(Skipped {
+                source: source.name(),
+                error: e.to_string(),
+                user_error: e.is_user_error(),
+            }),
         }
         bar.inc(1);
     }
@@ -76,11 +83,16 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     if !skipped.is_empty() {
         let list: Vec<String> = skipped.iter().map(|s| s.error.clone()).collect();
         if !args.keep_going {
-            bail!(
+            let message = format!(
                 "{} input(s) cannot be loaded; nothing was added (use --keep-going to skip them):\n{}",
                 skipped.len(),
                 list.join("\n")
             );
+            // The input's fault only when every failure is (a read error may be the machine's).
+            if skipped.iter().all(|s| s.user_error) {
+                bail!(crate::UsageError(message));
+            }
+            bail!(message);
         }
         for s in &list {
             out.warn(format!("skipped: {s}"));

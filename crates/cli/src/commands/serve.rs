@@ -29,12 +29,28 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
     Ok(token)
 }
 
+/// Structured logs on stderr, filtered by `CKEEP_LOG` (`info` when unset; `warn` with `--quiet`).
+fn init_logging(format: &str, quiet: bool) -> anyhow::Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("CKEEP_LOG") {
+        Ok(spec) => EnvFilter::try_new(&spec).map_err(|e| {
+            anyhow::Error::new(UsageError(format!("CKEEP_LOG=`{spec}` is not a log filter: {e}")))
+        })?,
+        Err(_) => EnvFilter::new(if quiet { "warn" } else { "info" }),
+    };
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Fails only if a subscriber is already set (a second serve in one process): keep that one.
+    let _ = if format == "json" { logs.json().try_init() } else { logs.try_init() };
+    Ok(())
+}
+
 pub fn run(
     store: &str,
     args: &ServeArgs,
     no_cache: bool,
     out: &Output,
 ) -> anyhow::Result<ExitCode> {
+    init_logging(&args.log_format, out.is_quiet())?;
     let token = args.token_file.as_deref().map(read_token).transpose()?;
     let mut config = ServerConfig {
         limits: Limits {

@@ -20,7 +20,7 @@ fn rejected(dir: &std::path::Path, name: &str, content: &[u8], needle: &str) {
     let bad = dir.join(name);
     std::fs::write(&bad, content).unwrap();
     let (code, err) = fails(&store, &["add", good.to_str().unwrap(), bad.to_str().unwrap()]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "malformed input is the user's error");
     assert!(err.contains(needle), "message for {name} should contain {needle:?}: {err}");
     assert!(err.contains("nothing was added"), "{err}");
     assert_eq!(snapshot(&store), before, "the store is unchanged");
@@ -90,7 +90,7 @@ fn a_200_mb_file_is_refused_without_being_read() {
 fn rejected_path(dir: &std::path::Path, bad: &std::path::Path, needle: &str) {
     let (store, before) = seeded(dir);
     let (code, err) = fails(&store, &["add", bad.to_str().unwrap()]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains(needle), "{err}");
     assert_eq!(snapshot(&store), before);
 }
@@ -143,7 +143,7 @@ fn a_store_from_a_newer_schema_is_refused_untouched() {
     std::fs::write(&f, "x").unwrap();
     for args in [vec!["add", f.to_str().unwrap()], vec!["search", "seed"], vec!["stats"]] {
         let (code, err) = fails(&store, &args);
-        assert_eq!(code, 1);
+        assert_eq!(code, 2, "upgrading ckeep is the user's to do");
         assert!(err.contains("schema version 7, newer than this ckeep's 1"), "{err}");
     }
     assert_eq!(std::fs::read(&db).unwrap(), bytes_before);

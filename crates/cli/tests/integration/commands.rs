@@ -111,11 +111,11 @@ fn exit_codes_and_json_errors() {
     assert_eq!(fails(&store, &["search", "x", "-k", "0"]).0, 2);
     assert_eq!(fails(&store, &["search", "x", "--mode", "hybrid:max"]).0, 2);
     let (code, err) = fails(&store, &["search", "x"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "no store there is the user's error");
     assert!(err.contains("no store at"), "{err}");
     let out = run(&store, &["--json", "show", "x"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["error"]["kind"], "runtime");
+    assert_eq!(v["error"]["kind"], "usage");
     let f = dir.path().join("a.txt");
     std::fs::write(&f, "text").unwrap();
     ok(&store, &["add", f.to_str().unwrap(), "--chunker", "sentences"]);

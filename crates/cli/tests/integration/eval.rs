@@ -52,7 +52,7 @@ fn malformed_runs_and_unknown_metrics_are_reported() {
     let store = dir.path().join("unused");
     let (code, err) =
         fails(&store, &["eval", "metrics", "--qrels", &qrels, "--run", bad.to_str().unwrap()]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("line 2: expected `qid Q0 docid rank score tag`"), "{err}");
     let (code, err) = fails(
         &store,
@@ -165,7 +165,7 @@ fn long_document_layout_with_answer_objects() {
             "level=doc",
         ],
     );
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(
         err.contains("line 1: needs `qid`, `question` and `doc_id`")
             && err.contains("line 2: invalid JSON"),

@@ -66,11 +66,11 @@ fn missing_stores_and_unreachable_servers_are_clear_errors() {
     let empty = fresh_database("empty");
     let out = ckeep(&empty, &cache, &["stats"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "no store there is the user's error: {err}");
     assert!(err.contains("no store at postgres://") && err.contains("ckeep add"), "{err}");
     let out = ckeep("postgres://ckeep:secret@127.0.0.1:1/db", &cache, &["search", "x"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(1), "an unreachable server is not: {err}");
     assert!(err.contains("PostgreSQL: error connecting to server"), "{err}");
     assert!(!err.contains("secret"), "{err}");
 }

@@ -22,10 +22,11 @@ fn serve_answers_over_http_and_stops_cleanly_on_sigterm() {
     let token = dir.path().join("token");
     std::fs::write(&token, "t0ken\n").unwrap();
     let mut child = ckeep(&store)
-        .args(["--json", "serve", "--addr", "127.0.0.1:0", "--token-file"])
+        .args(["--json", "serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--token-file"])
         .arg(&token)
+        .env_remove("CKEEP_LOG")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -48,9 +49,23 @@ fn serve_answers_over_http_and_stops_cleanly_on_sigterm() {
         .header("authorization", "Bearer t0ken")
         .send_json(serde_json::json!({"query": "owls at night"}))
         .unwrap();
+    let request_id = res.headers()["x-request-id"].to_str().unwrap().to_string();
     let found: serde_json::Value = res.body_mut().read_json().unwrap();
     assert_eq!(found["results"][0]["doc_id"], "n1");
     assert_eq!(found["results"][0]["spans"], serde_json::json!([[0, 39]]));
+    // The log has one JSON line for that request, under the id the client was given.
+    let mut logs = BufReader::new(child.stderr.take().unwrap());
+    let logged = loop {
+        let mut line = String::new();
+        assert!(logs.read_line(&mut line).unwrap() > 0, "the log ended without the request");
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        if entry["fields"]["request_id"] == request_id.as_str() {
+            break entry;
+        }
+    };
+    assert_eq!(logged["fields"]["route"], "/search", "{logged}");
+    assert_eq!(logged["fields"]["status"], 200, "{logged}");
+    assert!(logged["fields"]["latency_ms"].as_f64().is_some(), "{logged}");
 
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

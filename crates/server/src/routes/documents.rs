@@ -283,13 +283,16 @@ pub(crate) struct ListOptions {
     offset: usize,
     #[serde(default = "default_limit")]
     limit: usize,
+    /// Ids after this one (the `next` of the previous page): a cursor that stays cheap however
+    /// deep the page, and stable while documents are added before it.
+    after: Option<String>,
 }
 
 fn default_limit() -> usize {
     1000
 }
 
-/// `GET /documents`: ids in order, a page at a time.
+/// `GET /documents`: ids in byte order, a page at a time, read from the store page by page.
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     options: Result<Query<ListOptions>, axum::extract::rejection::QueryRejection>,
@@ -298,10 +301,24 @@ pub(crate) async fn list(
     if options.limit == 0 || options.limit > MAX_LIST {
         return Err(ApiError::invalid(format!("`limit` must be 1 to {MAX_LIST}")));
     }
-    let ids = state.workers.read(|e| Ok(e.store().document_ids()?)).await?;
-    let total = ids.len();
-    let page: Vec<String> = ids.into_iter().skip(options.offset).take(options.limit).collect();
-    Ok(Json(serde_json::json!({"total": total, "offset": options.offset, "ids": page})))
+    let (offset, limit) = (options.offset, options.limit);
+    let after = options.after.clone();
+    let (total, page) = state
+        .workers
+        .read(move |e| {
+            let store = e.store();
+            let _snapshot = ckeep_store::ReadSnapshot::begin(store)?;
+            Ok((store.document_count()?, store.document_ids_page(after.as_deref(), offset, limit)?))
+        })
+        .await?;
+    let next = (page.len() == limit).then(|| page.last().cloned()).flatten();
+    Ok(Json(serde_json::json!({
+        "total": total,
+        "offset": offset,
+        "after": options.after,
+        "ids": page,
+        "next": next,
+    })))
 }
 
 /// `DELETE /documents/{id}`: 204 when it was there, 404 when not.

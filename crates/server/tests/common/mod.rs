@@ -55,10 +55,14 @@ pub struct TestServer {
 
 impl TestServer {
     pub fn new(config: ServerConfig) -> Self {
+        Self::with_model(config, minilm())
+    }
+
+    /// A server with another model, e.g. the deterministic `test-hash-DIM` of the fast tier.
+    pub fn with_model(config: ServerConfig, model: Arc<dyn Embedder>) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let state =
-            AppState::open(&dir.path().join("store").display().to_string(), Some(minilm()), config)
-                .unwrap();
+        let location = dir.path().join("store").display().to_string();
+        let state = AppState::open(&location, Some(model), config).unwrap();
         Self { state, dir }
     }
 

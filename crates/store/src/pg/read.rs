@@ -155,6 +155,26 @@ impl StoreRead for PgStore {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
+    fn document_ids_page(
+        &self,
+        after: Option<&str>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        let (limit, offset) = (crate::sql_count(limit), crate::sql_count(offset));
+        let rows = self.query(
+            "SELECT id FROM ckeep.documents WHERE $1::text IS NULL OR id COLLATE \"C\" > $1 \
+             ORDER BY id COLLATE \"C\" LIMIT $2 OFFSET $3",
+            &[&after, &limit, &offset],
+        )?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn document_count(&self) -> Result<usize> {
+        let rows = self.query("SELECT count(*) FROM ckeep.documents", &[])?;
+        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0)) as usize)
+    }
+
     fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>> {
         let sql = format!(
             "SELECT {CHUNK_COLUMNS} FROM ckeep.chunks c JOIN ckeep.documents d ON d.key = c.doc WHERE d.id = $1 ORDER BY c.ordinal"

@@ -80,6 +80,27 @@ impl StoreRead for SqliteStore {
         Ok(ids)
     }
 
+    fn document_ids_page(
+        &self,
+        after: Option<&str>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id FROM documents WHERE ?1 IS NULL OR id > ?1 ORDER BY id LIMIT ?2 OFFSET ?3",
+        )?;
+        let rows = stmt
+            .query_map(params![after, crate::sql_count(limit), crate::sql_count(offset)], |r| {
+                r.get(0)
+            })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn document_count(&self) -> Result<usize> {
+        let n: i64 = self.conn.query_row("SELECT count(*) FROM documents", [], |r| r.get(0))?;
+        Ok(n as usize)
+    }
+
     fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>> {
         let sql = format!(
             "SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.key = c.doc WHERE d.id = ?1 ORDER BY c.ordinal"
