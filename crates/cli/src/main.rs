@@ -93,6 +93,7 @@ fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
         Command::Similar(a) => commands::similar::run(a, cli.global.no_cache, out),
         Command::Pairs(a) => commands::pairs::run(a, cli.global.no_cache, out),
         Command::Dedup(a) => commands::dedup::run(store, a, out),
+        #[cfg(feature = "server")]
         Command::Serve(a) => commands::serve::run(store, a, cli.global.no_cache, out),
     }
 }

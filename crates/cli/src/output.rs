@@ -28,6 +28,7 @@ impl Output {
     }
 
     /// Whether `--quiet` was given.
+    #[cfg(feature = "server")]
     pub fn is_quiet(&self) -> bool {
         self.quiet
     }

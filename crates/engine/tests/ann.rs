@@ -18,6 +18,7 @@ fn data_dir() -> PathBuf {
 }
 
 #[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
 fn hnsw_finds_what_exact_search_finds() {
     let raw =
         std::fs::read_to_string(data_dir().join("wiki_vital_summaries_en/summaries_en-us.json"))

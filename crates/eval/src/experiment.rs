@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ckeep_embed::Embedder;
 use ckeep_engine::{Engine, Representation, SearchRequest, Strategy, Summarizer};
-use ckeep_store::{DynStore, PgStore};
+use ckeep_store::DynStore;
 use ckeep_text::ChunkerSpec;
 use serde::Serialize;
 
@@ -222,11 +222,7 @@ fn build_indexes(
             let model = s.model.as_deref().map(&mut *models).transpose()?;
             let chunker = s.chunker.clone().unwrap_or_default();
             let name = sanitize(slot.key());
-            let location = if PgStore::is_url(work_dir) {
-                PgStore::create_database(work_dir, &format!("ckeep_eval_{name}"))?
-            } else {
-                Path::new(work_dir).join(&name).display().to_string()
-            };
+            let location = index_location(work_dir, &name)?;
             // Every representation and summarizer the strategies on this index use.
             let same: Vec<&Strategy> =
                 strategies.iter().filter(|t| index_key(t) == index_key(s)).collect();
@@ -306,4 +302,19 @@ fn index(
     }
     ingest.finish_with(progress)?;
     Ok(engine)
+}
+
+/// Where the index `name` of an experiment lives: a directory under `work_dir`, or a fresh
+/// database beside the one a `postgres://` `work_dir` names.
+#[cfg_attr(not(feature = "postgres"), allow(clippy::unnecessary_wraps))]
+fn index_location(work_dir: &str, name: &str) -> Result<String, ckeep_engine::Error> {
+    #[cfg(feature = "postgres")]
+    if ckeep_store::is_postgres_url(work_dir) {
+        return Ok(ckeep_store::PgStore::create_database(work_dir, &format!("ckeep_eval_{name}"))?);
+    }
+    // Without PostgreSQL support, a URL goes on to `open_or_create`, which refuses it clearly.
+    if ckeep_store::is_postgres_url(work_dir) {
+        return Ok(work_dir.to_string());
+    }
+    Ok(Path::new(work_dir).join(name).display().to_string())
 }

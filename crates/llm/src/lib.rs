@@ -10,13 +10,16 @@
 
 mod cache;
 mod chat;
+#[cfg(feature = "local")]
 mod qwen;
+#[cfg(feature = "local")]
 mod tokenizer;
 
 use std::path::{Path, PathBuf};
 
 pub use cache::{CachedGenerator, default_path as default_cache_path};
 pub use chat::ChatClient;
+#[cfg(feature = "local")]
 pub use qwen::QwenGguf;
 
 /// Generation failures.
@@ -122,7 +125,7 @@ pub fn load(spec: &str) -> Result<Box<dyn Generator>> {
     }
     let path = Path::new(spec);
     if path.is_file() {
-        return Ok(Box::new(QwenGguf::load(path)?));
+        return load_gguf(path);
     }
     let Some((_, file)) = KNOWN.iter().find(|(n, _)| n.eq_ignore_ascii_case(spec)) else {
         return Err(Error::NotFound(format!(
@@ -137,5 +140,20 @@ pub fn load(spec: &str) -> Result<Box<dyn Generator>> {
             path.display()
         )));
     }
-    Ok(Box::new(QwenGguf::load(&path)?))
+    load_gguf(&path)
+}
+
+#[cfg(feature = "local")]
+fn load_gguf(path: &Path) -> Result<Box<dyn Generator>> {
+    Ok(Box::new(QwenGguf::load(path)?))
+}
+
+#[cfg(not(feature = "local"))]
+fn load_gguf(path: &Path) -> Result<Box<dyn Generator>> {
+    Err(Error::ModelFile {
+        path: path.display().to_string(),
+        message: "this build of ckeep runs no local language model (cargo feature `local` of \
+                  ckeep-llm, `llm` of ckeep-engine); use a chat server (`http:URL`)"
+            .into(),
+    })
 }

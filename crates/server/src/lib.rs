@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use ckeep_embed::Embedder;
 use ckeep_engine::Engine;
-use ckeep_store::{DynStore, PgStore, SqliteStore};
+use ckeep_store::{DynStore, SqliteStore};
 
 pub use error::ApiError;
 pub use routes::{OPENAPI, ROUTES};
@@ -107,8 +107,8 @@ impl Default for ServerConfig {
 
 /// A reader's own connection to the store; `SQLite` readers get a small page cache each.
 fn open_reader(location: &str) -> Result<DynStore, ApiError> {
-    if PgStore::is_url(location) {
-        return Ok(Box::new(PgStore::open(location)?));
+    if ckeep_store::is_postgres_url(location) {
+        return Ok(ckeep_store::open(location)?);
     }
     let store = SqliteStore::open(Path::new(location))?;
     store.limit_page_cache(READER_PAGE_CACHE_MIB)?;

@@ -1,4 +1,5 @@
-//! Random bodies, paths and queries against the real router: whatever arrives, the answer is a
+//! Random bodies, paths and queries against the real router (fast tier: the in-repo corpus and
+//! the deterministic test embedder): whatever arrives, the answer is a
 //! JSON error with a code and a 4xx status, or a success; never a 5xx, never a crash, and the
 //! store stays consistent afterwards.
 
@@ -13,7 +14,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use serde_json::{Value, json};
 
-use common::{TestServer, scifact};
+use common::{TestServer, corpus, test_model};
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -24,9 +25,9 @@ fn server() -> &'static TestServer {
     static SERVER: OnceLock<TestServer> = OnceLock::new();
     SERVER.get_or_init(|| {
         runtime().block_on(async {
-            let server = TestServer::new(ServerConfig::default());
+            let server = TestServer::with_model(ServerConfig::default(), test_model());
             let (status, _) = server
-                .post("/documents", &json!({"documents": scifact(10), "chunker": "sentences"}))
+                .post("/documents", &json!({"documents": corpus(), "chunker": "sentences"}))
                 .await;
             assert_eq!(status, 200);
             server

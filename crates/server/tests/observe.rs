@@ -16,7 +16,7 @@ use tower::ServiceExt;
 use common::TestServer;
 
 fn server() -> TestServer {
-    TestServer::with_model(ServerConfig::default(), Arc::new(ckeep_embed::HashingEmbedder::new(64)))
+    TestServer::with_model(ServerConfig::default(), common::test_model())
 }
 
 /// Status, the `x-request-id` header and the body as text.

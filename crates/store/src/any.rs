@@ -6,7 +6,7 @@ use std::path::Path;
 use ckeep_core::{ChunkId, DocKey, LexicalStats, Posting, Span};
 
 use crate::{
-    CheckReport, DerivedWrite, DocumentWrite, Lacking, Manifest, MetadataFilter, PgStore, Result,
+    CheckReport, DerivedWrite, DocumentWrite, Lacking, Manifest, MetadataFilter, Result,
     SqliteStore, StoreRead, StoreStats, StoreWrite, StoredChunk, StoredDocument, VectorMatrix,
 };
 
@@ -19,23 +19,45 @@ impl std::fmt::Debug for dyn StoreWrite + Send {
     }
 }
 
+/// Whether `location` names a PostgreSQL database (`postgres://…` or `postgresql://…`) rather
+/// than a directory; true also in a build without PostgreSQL, which then refuses it clearly.
+pub fn is_postgres_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
 /// Opens the store at `location` (a directory, or a `postgres://…` URL); fails with
 /// [`crate::Error::NotFound`] if there is none.
 pub fn open(location: &str) -> Result<DynStore> {
-    if PgStore::is_url(location) {
-        Ok(Box::new(PgStore::open(location)?))
-    } else {
-        Ok(Box::new(SqliteStore::open(Path::new(location))?))
+    if is_postgres_url(location) {
+        return open_postgres(location, false);
     }
+    Ok(Box::new(SqliteStore::open(Path::new(location))?))
 }
 
 /// Opens the store at `location`, creating an empty one if needed.
 pub fn open_or_create(location: &str) -> Result<DynStore> {
-    if PgStore::is_url(location) {
-        Ok(Box::new(PgStore::open_or_create(location)?))
-    } else {
-        Ok(Box::new(SqliteStore::open_or_create(Path::new(location))?))
+    if is_postgres_url(location) {
+        return open_postgres(location, true);
     }
+    Ok(Box::new(SqliteStore::open_or_create(Path::new(location))?))
+}
+
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str, create: bool) -> Result<DynStore> {
+    let store =
+        if create { crate::PgStore::open_or_create(url)? } else { crate::PgStore::open(url)? };
+    Ok(Box::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(url: &str, _create: bool) -> Result<DynStore> {
+    // The URL may hold a password: name only its scheme.
+    let scheme = url.split("://").next().unwrap_or("postgres");
+    Err(crate::Error::NotBuilt {
+        location: format!("{scheme}://…"),
+        backend: "PostgreSQL",
+        feature: "postgres",
+    })
 }
 
 impl<T: StoreRead + ?Sized> StoreRead for Box<T> {

@@ -32,17 +32,29 @@ use crate::{
     VectorEntry,
 };
 
-/// Expands to the contract suite for the store made by `$make`.
+/// Expands to the contract suite for the store made by `$make`. With `ignore = "why"` first,
+/// every test is `#[ignore]`d with that reason: the real tier's way to keep a suite that needs
+/// a server out of a plain `cargo test` (`--include-ignored` runs it).
 #[macro_export]
 macro_rules! store_contract_tests {
+    (ignore = $why:literal, $make:expr) => {
+        $crate::store_contract_tests!(@tests [#[ignore = $why]] $make);
+    };
     ($make:expr) => {
-        $crate::store_contract_tests!(@tests $make;
+        $crate::store_contract_tests!(@tests [] $make);
+    };
+    (@tests [$(#[$attr:meta])*] $make:expr) => {
+        $crate::store_contract_tests!(@each [$(#[$attr])*] $make;
             roundtrip, replace, remove, postings_and_stats, invalid_write_is_atomic,
             vectors_and_summaries, manifest, span_text, lookups_keep_order, derived_entries,
             filters_and_generation, nearest);
     };
-    (@tests $make:expr; $($name:ident),*) => {$(
+    (@each $attrs:tt $make:expr; $($name:ident),*) => {$(
+        $crate::store_contract_tests!(@one $attrs $make; $name);
+    )*};
+    (@one [$(#[$attr:meta])*] $make:expr; $name:ident) => {
         #[test]
+        $(#[$attr])*
         fn $name() {
             let mut holder = $make;
             let store: &mut dyn $crate::StoreWrite = &mut *holder;
@@ -50,7 +62,7 @@ macro_rules! store_contract_tests {
             let report = store.check().unwrap();
             assert!(report.is_ok(), "check after {}: {:?}", stringify!($name), report.problems);
         }
-    )*};
+    };
 }
 
 fn chunk(

@@ -25,14 +25,16 @@
 mod any;
 #[cfg(feature = "testing")]
 pub mod contract;
+#[cfg(feature = "postgres")]
 mod pg;
 mod rules;
 mod sqlite;
-#[cfg(feature = "testing")]
+#[cfg(all(feature = "testing", feature = "postgres"))]
 pub mod test_postgres;
 mod types;
 
-pub use any::{DynStore, open, open_or_create};
+pub use any::{DynStore, is_postgres_url, open, open_or_create};
+#[cfg(feature = "postgres")]
 pub use pg::PgStore;
 pub use sqlite::SqliteStore;
 pub use types::*;
@@ -84,8 +86,21 @@ pub enum Error {
     Database(#[from] rusqlite::Error),
     /// The PostgreSQL server failed or could not be reached (the machine's, or a wrong URL);
     /// a write in progress was rolled back.
+    #[cfg(feature = "postgres")]
     #[error("PostgreSQL: {}", postgres_message(.0))]
     Postgres(::postgres::Error),
+    /// The location needs a backend this build leaves out (user error: use another build).
+    #[error(
+        "{location} needs {backend}, which this build of ckeep leaves out (cargo feature `{feature}`)"
+    )]
+    NotBuilt {
+        /// The location asked for.
+        location: String,
+        /// The backend it needs.
+        backend: &'static str,
+        /// The cargo feature that builds it.
+        feature: &'static str,
+    },
     /// A document key that the store does not have (a stale key held by the caller).
     #[error("no document has key {0}")]
     UnknownKey(i64),
@@ -101,6 +116,7 @@ pub enum Error {
 
 // Not `#[from]`: that would make the driver's error the source too, and its cause would be
 // printed twice.
+#[cfg(feature = "postgres")]
 impl From<::postgres::Error> for Error {
     fn from(e: ::postgres::Error) -> Self {
         Error::Postgres(e)
@@ -109,6 +125,7 @@ impl From<::postgres::Error> for Error {
 
 /// A PostgreSQL error in words: the server's message when it sent one, else the client's
 /// (with its cause, such as "connection refused").
+#[cfg(feature = "postgres")]
 fn postgres_message(e: &::postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{}: {}", db.severity(), db.message());
@@ -132,7 +149,13 @@ impl Error {
     /// Whether the caller is at fault (no store there, a newer schema, not a store) rather than
     /// the database or the machine: decides exit code 2 in the CLI and 4xx over HTTP.
     pub fn is_user_error(&self) -> bool {
-        matches!(self, Self::NotFound { .. } | Self::NewerSchema { .. } | Self::NotAStore { .. })
+        matches!(
+            self,
+            Self::NotFound { .. }
+                | Self::NewerSchema { .. }
+                | Self::NotAStore { .. }
+                | Self::NotBuilt { .. }
+        )
     }
 }
 

@@ -8,6 +8,7 @@ pub mod eval;
 pub mod model;
 pub mod pairs;
 pub mod search;
+#[cfg(feature = "server")]
 pub mod serve;
 pub mod show;
 pub mod similar;

@@ -135,6 +135,7 @@ fn drcd_paragraph(set: &str, nth: usize) -> String {
 }
 
 #[test]
+#[ignore = "real tier (scripts/test.sh): installed models"]
 fn chunk_pair_similarity_on_chinese_with_the_multilingual_model() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");

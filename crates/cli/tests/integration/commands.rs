@@ -177,3 +177,36 @@ fn metadata_filters_restrict_results() {
     let (code, err) = fails(&store, &["search", "river", "--filter", "nokey"]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// Fast tier: the in-repo corpus (three scripts) through the binary with the deterministic
+/// test embedder, in every mode, with a filter, then the same store reopened without `--model`.
+#[test]
+fn the_test_corpus_is_searchable_in_every_mode_and_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/corpus.jsonl");
+    let added =
+        json(&store, &["add", corpus, "--model", "test-hash-1024", "--chunker", "paragraphs"]);
+    assert_eq!(added["added"], 12, "{added}");
+    assert_eq!(added["analyzer"], "cjk", "{added}");
+    for mode in ["bm25", "dense", "hybrid"] {
+        for (query, want) in [("owls hunt in the dark night", "owls"), ("中国最长的河流", "河流")]
+        {
+            let res = json(&store, &["search", query, "--mode", mode, "--level", "doc"]);
+            assert_eq!(res["results"][0]["doc_id"], want, "{mode} {query}: {res}");
+        }
+    }
+    let filtered =
+        json(&store, &["search", "rivers and the sea", "--mode", "dense", "--filter", "lang=zh"]);
+    let ids: Vec<&str> = filtered["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["doc_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        !ids.is_empty() && ids.iter().all(|id| ["天气", "河流", "相似度"].contains(id)),
+        "{ids:?}"
+    );
+    assert_eq!(json(&store, &["stats"])["manifest"]["model"], "test-hash-1024");
+}

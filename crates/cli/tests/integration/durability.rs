@@ -29,6 +29,7 @@ fn documents(store: &std::path::Path) -> u64 {
 }
 
 #[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
 fn sigkill_during_add_loses_nothing_acknowledged_and_rerun_completes() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = wiki_jsonl(dir.path());

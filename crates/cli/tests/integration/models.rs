@@ -38,6 +38,7 @@ fn squad_articles(dir: &std::path::Path, n: usize) -> PathBuf {
 }
 
 #[test]
+#[ignore = "real tier (scripts/test.sh): installed models"]
 fn embed_prints_the_reference_vectors() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");
@@ -60,6 +61,7 @@ fn embed_prints_the_reference_vectors() {
 }
 
 #[test]
+#[ignore = "real tier (scripts/test.sh): installed models"]
 fn dense_search_with_the_stores_model_and_its_cache() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");
@@ -120,6 +122,7 @@ fn dense_search_with_the_stores_model_and_its_cache() {
 }
 
 #[test]
+#[ignore = "real tier (scripts/test.sh): installed models"]
 fn model_commands_and_their_errors() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");
@@ -167,6 +170,7 @@ fn model_commands_and_their_errors() {
 }
 
 #[test]
+#[ignore = "real tier (scripts/test.sh): installed models"]
 fn semantic_chunks_stay_under_their_maximum() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");

@@ -47,6 +47,22 @@ pub fn scifact(n: usize) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The in-repo corpus (`testdata/corpus.jsonl`: English, Chinese, Japanese) as API documents,
+/// for the fast tier.
+pub fn corpus() -> Vec<serde_json::Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The deterministic test embedder of the fast tier.
+pub fn test_model() -> Arc<dyn Embedder> {
+    Arc::new(ckeep_embed::HashingEmbedder::new(64))
+}
+
 /// A server over a fresh store in a temporary directory.
 pub struct TestServer {
     pub state: Arc<AppState>,

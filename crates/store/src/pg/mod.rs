@@ -84,7 +84,7 @@ impl std::fmt::Debug for PgStore {
 impl PgStore {
     /// Whether `location` names a PostgreSQL store (`postgres://…` or `postgresql://…`).
     pub fn is_url(location: &str) -> bool {
-        location.starts_with("postgres://") || location.starts_with("postgresql://")
+        crate::is_postgres_url(location)
     }
 
     /// Opens the store in the database at `url`; fails with [`Error::NotFound`] if the database
