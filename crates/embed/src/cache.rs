@@ -32,12 +32,12 @@ pub struct CacheStats {
 }
 
 impl EmbeddingCache {
-    /// `$CKEEP_CACHE`, else `~/.cache/ckeep/embeddings.sqlite`.
+    /// `$CKEEP_CACHE`, else `embeddings.sqlite` in `$CKEEP_CACHE_DIR` (default `~/.cache/ckeep`),
+    /// beside the generation cache.
     pub fn default_path() -> PathBuf {
-        std::env::var_os("CKEEP_CACHE").map_or_else(
-            || crate::registry::home().join(".cache/ckeep/embeddings.sqlite"),
-            PathBuf::from,
-        )
+        std::env::var_os("CKEEP_CACHE")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| ckeep_models::cache_dir().join("embeddings.sqlite"), PathBuf::from)
     }
 
     /// Opens (creating if needed) the cache at `path`.
@@ -47,10 +47,7 @@ impl EmbeddingCache {
             path: shown.clone(),
             message: e.to_string(),
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
-        }
-        let conn = Connection::open(path).map_err(|e| fail(&e))?;
+        let conn = ckeep_models::open_cache_db(path).map_err(|e| fail(&e))?;
         Self::init(conn, shown.clone()).map_err(|e| fail(&e))
     }
 
@@ -63,10 +60,7 @@ impl EmbeddingCache {
     }
 
     fn init(conn: Connection, path: String) -> rusqlite::Result<Self> {
-        conn.busy_timeout(std::time::Duration::from_secs(30))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        // A cache: losing the last transactions on power loss costs only recomputation.
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        ckeep_models::configure_cache_db(&conn)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS vectors (
                 model TEXT NOT NULL,

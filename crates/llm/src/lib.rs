@@ -15,7 +15,7 @@ mod qwen;
 #[cfg(feature = "local")]
 mod tokenizer;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use cache::{CachedGenerator, default_path as default_cache_path};
 pub use chat::ChatClient;
@@ -103,18 +103,12 @@ pub trait Generator: Send + Sync + std::fmt::Debug {
     fn generate(&self, prompt: &Prompt) -> Result<Generation>;
 }
 
-/// Known local models: `(name, file name inside the models directory)`.
-pub const KNOWN: &[(&str, &str)] = &[(
-    "qwen2.5-coder-0.5b-instruct",
-    "qwen2.5-coder-0.5b-instruct/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-)];
+/// Where models live: `CKEEP_MODELS`, else `~/.cache/ckeep/models` (one table with the embedders).
+pub use ckeep_models::models_dir;
 
-/// Where models live: `CKEEP_MODELS`, else `~/.cache/ckeep/models` (as for embedding models).
-pub fn models_dir() -> PathBuf {
-    std::env::var_os("CKEEP_MODELS").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ckeep/models"),
-        PathBuf::from,
-    )
+/// The language models `ckeep model pull` installs.
+fn known_llms() -> impl Iterator<Item = &'static ckeep_models::KnownModel> {
+    ckeep_models::KNOWN.iter().filter(|m| m.kind == ckeep_models::ModelKind::Generator)
 }
 
 /// Opens what `llm:MODEL` names: an `http(s)://` chat server, a `.gguf` file, or a known name
@@ -127,13 +121,13 @@ pub fn load(spec: &str) -> Result<Box<dyn Generator>> {
     if path.is_file() {
         return load_gguf(path);
     }
-    let Some((_, file)) = KNOWN.iter().find(|(n, _)| n.eq_ignore_ascii_case(spec)) else {
+    let Some(model) = known_llms().find(|m| m.name.eq_ignore_ascii_case(spec)) else {
         return Err(Error::NotFound(format!(
             "no language model `{spec}`: give a .gguf file, a chat server URL, or one of {} (install with `ckeep model pull NAME`)",
-            KNOWN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            known_llms().map(|m| m.name).collect::<Vec<_>>().join(", ")
         )));
     };
-    let path = models_dir().join(file);
+    let path = ckeep_models::installed_weights(model);
     if !path.is_file() {
         return Err(Error::NotFound(format!(
             "{spec} is not installed at {}; run `ckeep model pull {spec}`",

@@ -6,7 +6,8 @@
 use ckeep_llm::{CachedGenerator, Generator, Prompt, QwenGguf};
 
 fn model_path() -> std::path::PathBuf {
-    ckeep_llm::models_dir().join(ckeep_llm::KNOWN[0].1)
+    let model = ckeep_models::known("qwen2.5-coder-0.5b-instruct").expect("in the model table");
+    ckeep_models::installed_weights(model)
 }
 
 #[test]

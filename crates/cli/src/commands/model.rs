@@ -23,7 +23,10 @@ fn list(out: &Output) -> anyhow::Result<ExitCode> {
             let installed = registry::find_installed(k.name).ok();
             serde_json::json!({
                 "name": k.name,
+                "kind": k.kind,
                 "description": k.description,
+                "hub_repo": k.hub_repo,
+                "revision": k.revision,
                 "installed": installed.as_ref().map(|p| p.display().to_string()),
             })
         })
