@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use ckeep_models::openai::{OpenAiClient, ServerError};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -16,11 +17,12 @@ const MAX_RESPONSE: u64 = 256 << 20;
 /// A client of one embeddings endpoint and model.
 #[derive(Debug)]
 pub struct HttpEmbedder {
-    agent: ureq::Agent,
-    url: String,
-    model: String,
-    key: Option<String>,
+    client: OpenAiClient,
     info: ModelInfo,
+}
+
+fn server_error(e: ServerError) -> Error {
+    Error::Server { url: e.url, message: e.message }
 }
 
 #[derive(Deserialize)]
@@ -48,27 +50,14 @@ impl HttpEmbedder {
     /// `/embeddings` endpoint. The API key comes from `CKEEP_API_KEY` or `OPENAI_API_KEY`. One
     /// probe request learns the dimension, so a wrong URL fails here rather than mid-ingest.
     pub fn from_spec(spec: &str) -> Result<Self> {
-        let (url, model) = spec.split_once('#').unwrap_or((spec, ""));
-        let url = url.trim_end_matches('/');
-        let url = if url.ends_with("/embeddings") {
-            url.to_string()
-        } else {
-            format!("{url}/embeddings")
-        };
-        let key = std::env::var("CKEEP_API_KEY")
-            .or_else(|_| std::env::var("OPENAI_API_KEY"))
-            .ok()
-            .filter(|k| !k.is_empty());
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_mins(2)))
-            .http_status_as_error(false)
-            .build();
+        let client = OpenAiClient::from_spec(spec, "embeddings", Duration::from_mins(2))
+            .map_err(server_error)?;
+        let (url, model) = (client.url().to_string(), client.model().to_string());
         let fingerprint =
             blake3::hash(format!("{url}#{model}").as_bytes()).to_hex()[..16].to_string();
         let mut me = Self {
-            agent: config.into(),
             info: ModelInfo {
-                name: if model.is_empty() { url.clone() } else { model.to_string() },
+                name: if model.is_empty() { url.clone() } else { model },
                 fingerprint,
                 architecture: "openai-http".into(),
                 dim: 0,
@@ -77,11 +66,9 @@ impl HttpEmbedder {
                 query_prefix: String::new(),
                 document_prefix: String::new(),
                 pair_prefix: String::new(),
-                source: url.clone(),
+                source: url,
             },
-            url,
-            model: model.to_string(),
-            key,
+            client,
         };
         let (probe, _) = me.request(&["dimension probe"])?;
         me.info.dim = probe[0].len();
@@ -91,28 +78,10 @@ impl HttpEmbedder {
     }
 
     fn request(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, usize)> {
-        let err = |message: String| Error::Server { url: self.url.clone(), message };
-        let mut body = json!({ "input": texts, "encoding_format": "float" });
-        if !self.model.is_empty() {
-            body["model"] = json!(self.model);
-        }
-        let mut req = self.agent.post(&self.url);
-        if let Some(key) = &self.key {
-            req = req.header("Authorization", &format!("Bearer {key}"));
-        }
-        let mut resp = req.send_json(&body).map_err(|e| err(e.to_string()))?;
-        let status = resp.status().as_u16();
-        if status != 200 {
-            let text = resp.body_mut().read_to_string().unwrap_or_default();
-            let short: String = text.chars().take(300).collect();
-            return Err(err(format!("HTTP {status}: {short}")));
-        }
-        let parsed: Response = resp
-            .body_mut()
-            .with_config()
-            .limit(MAX_RESPONSE)
-            .read_json()
-            .map_err(|e| err(format!("not an embeddings response: {e}")))?;
+        let err = |message: String| server_error(self.client.error(message));
+        let body = json!({ "input": texts, "encoding_format": "float" });
+        let parsed: Response =
+            self.client.post(body, MAX_RESPONSE, "an embeddings response").map_err(server_error)?;
         if parsed.data.len() != texts.len() {
             return Err(err(format!(
                 "{} embeddings for {} inputs",

@@ -1,8 +1,6 @@
-//! The OpenAI-compatible client against a small local HTTP server, and the embedding cache in
+//! The OpenAI-compatible client against a mock HTTP server (mockito), and the embedding cache in
 //! front of it: what reaches the server is exactly what was never embedded before.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 use ckeep_embed::{CachedEmbedder, Embedder, EmbeddingCache, HttpEmbedder, InputKind};
@@ -10,61 +8,52 @@ use ckeep_embed::{CachedEmbedder, Embedder, EmbeddingCache, HttpEmbedder, InputK
 /// Every input text the server was asked to embed, in order.
 type Seen = Arc<Mutex<Vec<String>>>;
 
-/// Serves `/v1/embeddings`: the vector of a text is `[bytes, words, 1]`; a text containing
-/// `FAIL` gets a 500. Runs until the test process ends.
-fn server() -> (String, Seen) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+/// A mock `/v1/embeddings` (mockito) for model `test-model`: the vector of a text is
+/// `[bytes, words, 1]`; a request with a text containing `FAIL` gets a 500. The server lives as
+/// long as the returned guard.
+fn server() -> (mockito::ServerGuard, String, Seen) {
+    let mut server = mockito::Server::new();
+    let url = format!("{}/v1", server.url());
     let seen: Seen = Arc::default();
     let log = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            let mut line = String::new();
-            while reader.read_line(&mut line).unwrap() > 2 {
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-                line.clear();
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let req: serde_json::Value = serde_json::from_slice(&body).unwrap();
-            assert_eq!(req["model"], "test-model");
-            let inputs: Vec<String> = serde_json::from_value(req["input"].clone()).unwrap();
-            let (status, reply) = if inputs.iter().any(|t| t.contains("FAIL")) {
-                ("500 Internal Server Error", r#"{"error": "model crashed"}"#.to_string())
-            } else {
-                let data: Vec<serde_json::Value> = inputs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| {
-                        let v = [t.len() as f32, t.split_whitespace().count() as f32, 1.0];
-                        serde_json::json!({"object": "embedding", "index": i, "embedding": v})
-                    })
-                    .collect();
-                (
-                    "200 OK",
-                    serde_json::json!({"data": data, "usage": {"prompt_tokens": 7}}).to_string(),
-                )
-            };
-            log.lock().unwrap().extend(inputs);
-            write!(
-                stream,
-                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
-                reply.len()
-            )
-            .unwrap();
-        }
-    });
-    (url, seen)
+    let inputs = |req: &mockito::Request| -> Vec<String> {
+        let body: serde_json::Value = serde_json::from_slice(req.body().unwrap()).unwrap();
+        serde_json::from_value(body["input"].clone()).unwrap()
+    };
+    let fails = move |req: &mockito::Request| inputs(req).iter().any(|t| t.contains("FAIL"));
+    let json = mockito::Matcher::PartialJson(serde_json::json!({"model": "test-model"}));
+    server
+        .mock("POST", "/v1/embeddings")
+        .match_body(json.clone())
+        .match_request(fails)
+        .with_status(500)
+        .with_body(r#"{"error": "model crashed"}"#)
+        .create();
+    server
+        .mock("POST", "/v1/embeddings")
+        .match_body(json)
+        .match_request(move |req| !fails(req))
+        .with_header("content-type", "application/json")
+        .with_body_from_request(move |req| {
+            let texts = inputs(req);
+            let data: Vec<serde_json::Value> = texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let v = [t.len() as f32, t.split_whitespace().count() as f32, 1.0];
+                    serde_json::json!({"object": "embedding", "index": i, "embedding": v})
+                })
+                .collect();
+            log.lock().unwrap().extend(texts);
+            serde_json::json!({"data": data, "usage": {"prompt_tokens": 7}}).to_string().into()
+        })
+        .create();
+    (server, url, seen)
 }
 
 #[test]
 fn http_client_batches_and_keeps_order() {
-    let (url, seen) = server();
+    let (_server, url, seen) = server();
     let model = HttpEmbedder::from_spec(&format!("{url}#test-model")).unwrap();
     assert_eq!(model.info().dim, 3);
     assert_eq!(model.info().name, "test-model");
@@ -81,7 +70,7 @@ fn http_client_batches_and_keeps_order() {
 
 #[test]
 fn server_errors_are_reported_with_status() {
-    let (url, _) = server();
+    let (_server, url, _) = server();
     let model = HttpEmbedder::from_spec(&format!("{url}#test-model")).unwrap();
     let err = model.embed_raw(&["ok", "FAIL here"]).unwrap_err().to_string();
     assert!(
@@ -94,7 +83,7 @@ fn server_errors_are_reported_with_status() {
 
 #[test]
 fn cache_embeds_each_text_once_across_calls_and_runs() {
-    let (url, seen) = server();
+    let (_server, url, seen) = server();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cache.sqlite");
     let model: Arc<dyn Embedder> =

@@ -7,8 +7,6 @@
 //! - summaries from an OpenAI-compatible chat server (a local one in this test) are stored as
 //!   the server wrote them, and a second run asks for nothing again.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -195,53 +193,36 @@ fn summary_average_scores_the_mixed_vector() {
     assert_eq!(res.results[0].doc_id, "sb");
 }
 
-/// A one-thread OpenAI-compatible chat server: answers each request with a summary naming the
-/// title it was given, and keeps the request bodies.
-fn chat_server() -> (String, Arc<Mutex<Vec<serde_json::Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1#test-model", listener.local_addr().unwrap());
+/// A mock OpenAI-compatible chat server (mockito): answers each request with a summary naming
+/// the title it was given, and keeps the request bodies. It lives as long as the returned guard.
+fn chat_server() -> (mockito::ServerGuard, String, Arc<Mutex<Vec<serde_json::Value>>>) {
+    let mut server = mockito::Server::new();
+    let url = format!("{}/v1#test-model", server.url());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if line.trim().is_empty() {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let req: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    server
+        .mock("POST", "/v1/chat/completions")
+        .with_header("content-type", "application/json")
+        .with_body_from_request(move |req| {
+            let req: serde_json::Value = serde_json::from_slice(req.body().unwrap()).unwrap();
             let user = req["messages"][1]["content"].as_str().unwrap_or("").to_string();
             let title = user.lines().next().unwrap_or("").trim_start_matches("Title: ").to_string();
             log.lock().unwrap().push(req);
-            let answer = serde_json::json!({
+            serde_json::json!({
                 "choices": [{"message": {"role": "assistant", "content": format!(" About {title}. ")}}],
                 "usage": {"prompt_tokens": 50, "completion_tokens": 7}
             })
-            .to_string();
-            let resp = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-            stream.write_all(resp.as_bytes()).unwrap();
-        }
-    });
-    (url, seen)
+            .to_string()
+            .into()
+        })
+        .create();
+    (server, url, seen)
 }
 
 #[test]
 #[ignore = "real tier (scripts/test.sh): installed models"]
 fn summaries_from_a_chat_server_are_stored_once() {
-    let (url, seen) = chat_server();
+    let (_server, url, seen) = chat_server();
     let summarizer: Summarizer = format!("http:{url}").parse().unwrap();
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap()).with_embedder(minilm());
     let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
@@ -269,28 +250,20 @@ fn summaries_from_a_chat_server_are_stored_once() {
 
 #[test]
 fn a_failing_chat_server_is_named_and_nothing_is_half_written() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            let body = r#"{"error":"model not loaded"}"#;
-            let resp = format!(
-                "HTTP/1.1 503 Service Unavailable\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(resp.as_bytes());
-        }
-    });
-    let summarizer: Summarizer = format!("http:http://{addr}/v1").parse().unwrap();
+    let mut server = mockito::Server::new();
+    let unavailable = server
+        .mock("POST", "/v1/chat/completions")
+        .with_status(503)
+        .with_body(r#"{"error":"model not loaded"}"#)
+        .create();
+    let summarizer: Summarizer = format!("http:{}/v1", server.url()).parse().unwrap();
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap());
     let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
     ingest.require(&[], std::slice::from_ref(&summarizer)).unwrap();
     ingest.add(Document::new("a", "", "Some text here.")).unwrap();
     let err = ingest.finish().unwrap_err().to_string();
     assert!(err.contains("503") && err.contains("model not loaded"), "{err}");
+    unavailable.assert();
     // The document is stored; its summary is still to do, for the next run.
     assert!(engine.store().document("a").unwrap().is_some());
     let lacking =

@@ -1,7 +1,10 @@
 //! Model management shared by the embedders and the language models: one rule for where models
 //! and caches live, one table of the models `ckeep model pull` installs (embedding models and
-//! LLMs alike), and one way to open a cache database. `ckeep-embed` pulls and verifies them;
+//! LLMs alike), one way to open a cache database, and one client of OpenAI-compatible servers
+//! (`openai`) for embeddings and chat alike. `ckeep-embed` pulls and verifies them;
 //! `ckeep-llm` finds its GGUF files through the same table and directory.
+
+pub mod openai;
 
 use std::path::{Path, PathBuf};
 
