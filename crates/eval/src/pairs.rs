@@ -4,7 +4,9 @@
 
 use serde::Serialize;
 
-use crate::significance::{SplitMix64, ln_gamma};
+use statrs::distribution::{Binomial, DiscreteCDF};
+
+use crate::significance::SplitMix64;
 
 /// Verdicts at one threshold (`score ≥ threshold` means duplicate).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -161,12 +163,12 @@ pub fn mcnemar(first: &[bool], second: &[bool]) -> McNemar {
     let only_second = first.iter().zip(second).filter(|(a, b)| !**a && **b).count();
     let n = only_first + only_second;
     let k = only_first.min(only_second);
-    // P(X ≤ k) for X ~ Binomial(n, ½), summed in log space.
-    let ln_choose = |i: usize| {
-        ln_gamma(n as f64 + 1.0) - ln_gamma(i as f64 + 1.0) - ln_gamma((n - i) as f64 + 1.0)
+    // Two-sided: twice P(X ≤ k) for X ~ Binomial(n, ½).
+    let p_value = match Binomial::new(0.5, n as u64) {
+        Ok(binomial) if n > 0 => (2.0 * binomial.cdf(k as u64)).min(1.0),
+        _ => 1.0,
     };
-    let tail: f64 = (0..=k).map(|i| (ln_choose(i) - n as f64 * std::f64::consts::LN_2).exp()).sum();
-    McNemar { only_first, only_second, p_value: if n == 0 { 1.0 } else { (2.0 * tail).min(1.0) } }
+    McNemar { only_first, only_second, p_value }
 }
 
 /// `n` distinct indices below `total`, drawn with a seeded generator (all of them, shuffled,
