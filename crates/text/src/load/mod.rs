@@ -5,18 +5,20 @@
 //! listed, so nothing is silently dropped. Directories are walked recursively in name order,
 //! skipping hidden files and whatever `.gitignore`/`.ignore`/`.ckeepignore` files exclude; inside
 //! a directory only files with a known text extension are read, while a file named explicitly is
-//! read whatever its extension (as plain text when the extension is unknown).
+//! read whatever its extension (as plain text when the extension is unknown). Each format that
+//! needs parsing has its own file (`jsonl`, `markdown`).
 
-use std::collections::HashMap;
+mod jsonl;
+mod markdown;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use ckeep_core::Document;
-use serde_json::{Map, Value};
 
 use crate::Error;
 use crate::decode::decode;
-use crate::error::MAX_PROBLEMS;
+use markdown::{first_h1, notebook_text};
 
 /// Default largest document accepted: 100 MiB of text.
 pub const DEFAULT_MAX_DOC_BYTES: u64 = 100 * 1024 * 1024;
@@ -200,110 +202,6 @@ impl Loader {
         }
         Ok(())
     }
-
-    fn jsonl(&self, origin: &str, text: &str) -> Result<Vec<Document>, Error> {
-        let mut docs = Vec::new();
-        let mut problems = Vec::new();
-        let mut first_line_of: HashMap<String, usize> = HashMap::new();
-        for (i, line) in text.split('\n').enumerate() {
-            let line_no = i + 1;
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            if line.trim().is_empty() {
-                continue;
-            }
-            match self.jsonl_record(origin, line_no, line) {
-                Ok(doc) => {
-                    if let Some(first) = first_line_of.get(&doc.id) {
-                        problems.push((
-                            line_no,
-                            format!("duplicate id `{}` (first seen on line {first})", doc.id),
-                        ));
-                    } else {
-                        first_line_of.insert(doc.id.clone(), line_no);
-                        docs.push(doc);
-                    }
-                }
-                Err(msg) => problems.push((line_no, msg)),
-            }
-            if problems.len() >= MAX_PROBLEMS {
-                problems.push((0, "… stopped after this many problems".to_string()));
-                break;
-            }
-        }
-        if !problems.is_empty() {
-            return Err(Error::Malformed { origin: origin.to_string(), problems });
-        }
-        if docs.is_empty() {
-            return Err(Error::Empty { origin: origin.to_string() });
-        }
-        Ok(docs)
-    }
-
-    fn jsonl_record(&self, origin: &str, line_no: usize, line: &str) -> Result<Document, String> {
-        let mut obj: Map<String, Value> = match serde_json::from_str(line) {
-            Ok(Value::Object(obj)) => obj,
-            Ok(other) => return Err(format!("expected a JSON object, found {}", kind_of(&other))),
-            Err(e) => return Err(format!("invalid JSON: {e}")),
-        };
-        let id = match take_first(&mut obj, &["id", "_id", "doc_id"]) {
-            Some(Value::String(s)) if !s.is_empty() => s,
-            Some(Value::Number(n)) => n.to_string(),
-            Some(other) => {
-                return Err(format!(
-                    "`id` must be a non-empty string or number, found {}",
-                    kind_of(&other)
-                ));
-            }
-            None => return Err("missing `id` (also accepted: `_id`, `doc_id`)".to_string()),
-        };
-        let text = match take_first(&mut obj, &["text", "contents"]) {
-            Some(Value::String(s)) => s,
-            Some(other) => {
-                return Err(format!("`text` must be a string, found {}", kind_of(&other)));
-            }
-            None => return Err("missing `text` (also accepted: `contents`)".to_string()),
-        };
-        let title = match obj.remove("title") {
-            Some(Value::String(s)) => s,
-            None | Some(Value::Null) => String::new(),
-            Some(other) => {
-                return Err(format!("`title` must be a string, found {}", kind_of(&other)));
-            }
-        };
-        let mut metadata = match obj.remove("metadata") {
-            Some(Value::Object(m)) => m,
-            None | Some(Value::Null) => Map::new(),
-            Some(other) => {
-                return Err(format!("`metadata` must be an object, found {}", kind_of(&other)));
-            }
-        };
-        // Fields we do not interpret are kept, not dropped.
-        metadata.extend(obj);
-        let origin = format!("{origin}:{line_no}");
-        if text.trim().is_empty() {
-            return Err(format!("document `{id}` has empty text"));
-        }
-        self.check_text(&origin, &text).map_err(|e| e.to_string())?;
-        let mut doc = Document::new(id, title, text);
-        doc.metadata = if metadata.is_empty() { Value::Null } else { Value::Object(metadata) };
-        doc.source = origin;
-        Ok(doc)
-    }
-}
-
-fn take_first(obj: &mut Map<String, Value>, keys: &[&str]) -> Option<Value> {
-    keys.iter().find_map(|k| obj.remove(*k))
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// A path as a document id: as given, without a leading `./`.
@@ -334,52 +232,10 @@ fn walk_dir(dir: &Path, out: &mut Vec<Source>) -> Result<(), Error> {
     Ok(())
 }
 
-/// The first level-one ATX heading's text, as a title.
-fn first_h1(text: &str) -> Option<String> {
-    text.lines()
-        .find_map(|l| l.strip_prefix("# "))
-        .map(|t| t.trim().trim_end_matches('#').trim().to_string())
-        .filter(|t| !t.is_empty())
-}
-
-/// A notebook as its reader sees it: markdown and raw cells as they are, code cells as fenced
-/// blocks in the kernel's language; cells separated by a blank line; outputs left out.
-fn notebook_text(json: &str) -> Result<String, String> {
-    let nb: Value = serde_json::from_str(json).map_err(|e| format!("not a notebook: {e}"))?;
-    let cells = nb
-        .get("cells")
-        .and_then(Value::as_array)
-        .ok_or("not a notebook: no `cells` array (nbformat 4 is supported)")?;
-    let lang = nb
-        .pointer("/metadata/kernelspec/language")
-        .or_else(|| nb.pointer("/metadata/language_info/name"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let mut parts = Vec::with_capacity(cells.len());
-    for (i, cell) in cells.iter().enumerate() {
-        let source = match cell.get("source") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(lines)) => lines.iter().filter_map(Value::as_str).collect(),
-            _ => return Err(format!("cell {i} has no `source`")),
-        };
-        let source = source.trim_end();
-        if source.trim().is_empty() {
-            continue;
-        }
-        match cell.get("cell_type").and_then(Value::as_str) {
-            Some("code") => {
-                let fence = if source.contains("```") { "~~~~" } else { "```" };
-                parts.push(format!("{fence}{lang}\n{source}\n{fence}"));
-            }
-            Some("markdown" | "raw") => parts.push(source.to_string()),
-            other => return Err(format!("cell {i} has unknown cell_type {other:?}")),
-        }
-    }
-    Ok(parts.join("\n\n"))
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {

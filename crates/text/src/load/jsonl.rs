@@ -1,0 +1,116 @@
+//! JSONL input: one document per line, all lines or none.
+
+use std::collections::HashMap;
+
+use ckeep_core::Document;
+use serde_json::{Map, Value};
+
+use super::Loader;
+use crate::Error;
+use crate::error::MAX_PROBLEMS;
+
+impl Loader {
+    pub(super) fn jsonl(&self, origin: &str, text: &str) -> Result<Vec<Document>, Error> {
+        let mut docs = Vec::new();
+        let mut problems = Vec::new();
+        let mut first_line_of: HashMap<String, usize> = HashMap::new();
+        for (i, line) in text.split('\n').enumerate() {
+            let line_no = i + 1;
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.trim().is_empty() {
+                continue;
+            }
+            match self.jsonl_record(origin, line_no, line) {
+                Ok(doc) => {
+                    if let Some(first) = first_line_of.get(&doc.id) {
+                        problems.push((
+                            line_no,
+                            format!("duplicate id `{}` (first seen on line {first})", doc.id),
+                        ));
+                    } else {
+                        first_line_of.insert(doc.id.clone(), line_no);
+                        docs.push(doc);
+                    }
+                }
+                Err(msg) => problems.push((line_no, msg)),
+            }
+            if problems.len() >= MAX_PROBLEMS {
+                problems.push((0, "… stopped after this many problems".to_string()));
+                break;
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::Malformed { origin: origin.to_string(), problems });
+        }
+        if docs.is_empty() {
+            return Err(Error::Empty { origin: origin.to_string() });
+        }
+        Ok(docs)
+    }
+
+    fn jsonl_record(&self, origin: &str, line_no: usize, line: &str) -> Result<Document, String> {
+        let mut obj: Map<String, Value> = match serde_json::from_str(line) {
+            Ok(Value::Object(obj)) => obj,
+            Ok(other) => return Err(format!("expected a JSON object, found {}", kind_of(&other))),
+            Err(e) => return Err(format!("invalid JSON: {e}")),
+        };
+        let id = match take_first(&mut obj, &["id", "_id", "doc_id"]) {
+            Some(Value::String(s)) if !s.is_empty() => s,
+            Some(Value::Number(n)) => n.to_string(),
+            Some(other) => {
+                return Err(format!(
+                    "`id` must be a non-empty string or number, found {}",
+                    kind_of(&other)
+                ));
+            }
+            None => return Err("missing `id` (also accepted: `_id`, `doc_id`)".to_string()),
+        };
+        let text = match take_first(&mut obj, &["text", "contents"]) {
+            Some(Value::String(s)) => s,
+            Some(other) => {
+                return Err(format!("`text` must be a string, found {}", kind_of(&other)));
+            }
+            None => return Err("missing `text` (also accepted: `contents`)".to_string()),
+        };
+        let title = match obj.remove("title") {
+            Some(Value::String(s)) => s,
+            None | Some(Value::Null) => String::new(),
+            Some(other) => {
+                return Err(format!("`title` must be a string, found {}", kind_of(&other)));
+            }
+        };
+        let mut metadata = match obj.remove("metadata") {
+            Some(Value::Object(m)) => m,
+            None | Some(Value::Null) => Map::new(),
+            Some(other) => {
+                return Err(format!("`metadata` must be an object, found {}", kind_of(&other)));
+            }
+        };
+        // Fields we do not interpret are kept, not dropped.
+        metadata.extend(obj);
+        let origin = format!("{origin}:{line_no}");
+        if text.trim().is_empty() {
+            return Err(format!("document `{id}` has empty text"));
+        }
+        self.check_text(&origin, &text).map_err(|e| e.to_string())?;
+        let mut doc = Document::new(id, title, text);
+        doc.metadata = if metadata.is_empty() { Value::Null } else { Value::Object(metadata) };
+        doc.source = origin;
+        Ok(doc)
+    }
+}
+
+fn take_first(obj: &mut Map<String, Value>, keys: &[&str]) -> Option<Value> {
+    keys.iter().find_map(|k| obj.remove(*k))
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
