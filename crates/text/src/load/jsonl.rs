@@ -10,7 +10,10 @@ use crate::Error;
 use crate::error::MAX_PROBLEMS;
 
 impl Loader {
-    pub(super) fn jsonl(&self, origin: &str, text: &str) -> Result<Vec<Document>, Error> {
+    /// Documents from JSONL text (one object per line with `id` and `text`, optional `title`
+    /// and `metadata`), named `origin` in messages: every line is checked and all problems
+    /// reported at once. Programs that hold documents in memory use it to get the file rules.
+    pub fn jsonl(&self, origin: &str, text: &str) -> Result<Vec<Document>, Error> {
         let mut docs = Vec::new();
         let mut problems = Vec::new();
         let mut first_line_of: HashMap<String, usize> = HashMap::new();

@@ -1,0 +1,30 @@
+//! Which embedding model a store is searched with, and loading it behind the embedding cache:
+//! one rule for every front end (the CLI, the server, the Python bindings).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ckeep_embed::{CachedEmbedder, Embedder, EmbeddingCache};
+use ckeep_store::Manifest;
+
+/// Loads a model (name, directory or URL) behind the user's embedding cache (see
+/// [`EmbeddingCache::default_path`]), or uncached when `cache` is false.
+pub fn load_model(spec: &str, cache: bool) -> ckeep_embed::Result<Arc<dyn Embedder>> {
+    let model = ckeep_embed::load(spec)?;
+    let cache = if cache {
+        Some(Arc::new(EmbeddingCache::open(&EmbeddingCache::default_path())?))
+    } else {
+        None
+    };
+    Ok(Arc::new(CachedEmbedder::new(model, cache)))
+}
+
+/// The model a store was built with, as a model spec: where it was loaded from when that
+/// still exists (a directory or a URL), else its name.
+pub fn stored_model(manifest: &Manifest) -> Option<String> {
+    let source = manifest
+        .model_source
+        .as_deref()
+        .filter(|s| s.starts_with("http://") || s.starts_with("https://") || Path::new(s).is_dir());
+    source.map(str::to_string).or_else(|| manifest.model.clone())
+}

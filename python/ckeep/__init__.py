@@ -1,0 +1,328 @@
+"""Context Keeper from Python: store long, index short.
+
+Documents are kept whole and indexed as small chunks; a search finds the best pieces and hands
+back their context with exact spans (byte offsets into the stored text, and character offsets for
+Python strings). The engine is the Rust one behind the ``ckeep`` CLI; results equal
+``ckeep search --json`` for the same store and query.
+
+>>> import ckeep
+>>> store = ckeep.Store("demo")                         # created by the first add
+>>> store.add("examples/corpus")                        # files, directories, or texts
+>>> for r in store.search("how are chunks scored", k=3):
+...     print(r.rank, r.doc_id, r.score, r.spans[0])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
+
+from ._ckeep import (
+    CkeepError,
+    ModelError,
+    StoreError,
+    UsageError,
+    __version__,
+)
+from ._ckeep import Embedder as _NativeEmbedder
+from ._ckeep import Store as _NativeStore
+
+if TYPE_CHECKING:
+    import numpy
+
+__all__ = [
+    "Chunk",
+    "CkeepError",
+    "Embedder",
+    "ModelError",
+    "Result",
+    "ResultChunk",
+    "Span",
+    "Store",
+    "StoreError",
+    "UsageError",
+    "__version__",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a piece of text sits in its stored document.
+
+    ``start``/``end`` are UTF-8 byte offsets (what the CLI and the server report);
+    ``char_start``/``char_end`` index the document as a Python ``str``:
+    ``store.show(doc_id)["text"][span.char_start:span.char_end]`` is the text.
+    """
+
+    start: int
+    end: int
+    char_start: int
+    char_end: int
+
+
+@dataclass(frozen=True)
+class ResultChunk:
+    """A chunk behind a result: its id, its byte span, and its own score."""
+
+    chunk_id: int
+    start: int
+    end: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Result:
+    """One search result, as ``ckeep search --json`` gives it."""
+
+    rank: int
+    doc_id: str
+    score: float
+    text: str
+    spans: list[Span]
+    headings: str = ""
+    chunks: list[ResultChunk] = field(default_factory=list)
+    explain: dict[str, Any] | None = None
+
+    @classmethod
+    def _from_json(cls, r: Mapping[str, Any]) -> Result:
+        spans = [
+            Span(s[0], s[1], c[0], c[1])
+            for s, c in zip(r["spans"], r["char_spans"])
+        ]
+        chunks = [
+            ResultChunk(c["chunk_id"], c["span"][0], c["span"][1], c["score"])
+            for c in r["chunks"]
+        ]
+        return cls(
+            rank=r["rank"],
+            doc_id=r["doc_id"],
+            score=r["score"],
+            text=r["text"],
+            spans=spans,
+            headings=r.get("headings", ""),
+            chunks=chunks,
+            explain=r.get("explain"),
+        )
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A stored chunk of a document (``ckeep show --chunks --json``)."""
+
+    ordinal: int
+    start: int
+    end: int
+    text: str
+    depth: int = 0
+    parent: int | None = None
+    leaf: bool = True
+    headings: list[str] = field(default_factory=list)
+
+
+def _looks_like_path(text: str) -> bool:
+    """A short one-line string with a path separator or a file extension names a file."""
+    if "\n" in text or len(text) > 4096:
+        return False
+    return os.sep in text or "/" in text or Path(text).suffix.lower() in {
+        ".txt", ".md", ".markdown", ".ipynb", ".jsonl", ".rst",
+    }
+
+
+class Store:
+    """A Context Keeper store: a directory (SQLite) or a ``postgres://`` URL.
+
+    The store is created by the first :meth:`add`; reading a store that does not exist raises
+    :class:`UsageError`. ``model`` overrides the embedding model the store was built with;
+    ``cache=False`` skips the shared embedding and summary caches. Every method releases the
+    GIL while it works, and searches from several threads run at once.
+    """
+
+    def __init__(self, path_or_url: PathLike = ".ckeep", *, model: str | None = None,
+                 cache: bool = True) -> None:
+        self._native = _NativeStore(os.fspath(path_or_url), model=model, cache=cache)
+
+    @property
+    def location(self) -> str:
+        """Where the store is, as given."""
+        return self._native.location
+
+    def __repr__(self) -> str:
+        return f"ckeep.Store({self.location!r})"
+
+    def add(
+        self,
+        paths_or_texts: PathLike | Iterable[PathLike],
+        *,
+        chunker: str | None = None,
+        model: str | None = None,
+        analyzer: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        size_unit: str | None = None,
+    ) -> dict[str, Any]:
+        """Adds files, directories or texts; returns ``ckeep add --json``'s report.
+
+        A ``pathlib.Path``, or a string naming an existing file or directory, is read like
+        ``ckeep add`` reads it (txt, md, ipynb, jsonl, rst). Any other string is the text of a
+        document whose id is ``text-`` and a hash of its content, so adding it again changes
+        nothing. A string that looks like a path (a separator or a known extension) but does
+        not exist raises :class:`UsageError` rather than being stored as text. ``metadata``
+        applies to the texts. Every input is checked before any is stored.
+        """
+        items = [paths_or_texts] if isinstance(paths_or_texts, (str, os.PathLike)) else list(paths_or_texts)
+        paths: list[str] = []
+        texts: list[str] = []
+        for item in items:
+            if isinstance(item, os.PathLike) or (isinstance(item, str) and os.path.exists(item)):
+                paths.append(os.fspath(item))
+            elif isinstance(item, str) and _looks_like_path(item):
+                raise UsageError(f"{item}: No such file or directory")
+            elif isinstance(item, str):
+                texts.append(item)
+            else:
+                raise UsageError(f"expected a path or a text, got {type(item).__name__}")
+        options = dict(chunker=chunker, model=model, analyzer=analyzer, size_unit=size_unit)
+        report: dict[str, Any] = {}
+        if texts:
+            docs = [_text_document(t, metadata) for t in texts]
+            report = self.add_documents(docs, **options)
+        if paths:
+            report = _merge(report, json.loads(self._native.add_paths(paths, **options)))
+        return report
+
+    def add_documents(
+        self,
+        documents: Iterable[Mapping[str, Any]],
+        *,
+        chunker: str | None = None,
+        model: str | None = None,
+        analyzer: str | None = None,
+        size_unit: str | None = None,
+    ) -> dict[str, Any]:
+        """Adds documents given as dicts with ``id`` and ``text`` (optional ``title`` and
+        ``metadata``; other keys are kept as metadata), the rules of a JSONL file."""
+        lines = "\n".join(json.dumps(dict(d), ensure_ascii=False) for d in documents)
+        out = self._native.add_jsonl(lines, chunker=chunker, model=model, analyzer=analyzer,
+                                     size_unit=size_unit)
+        return json.loads(out)
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        mode: str | None = None,
+        level: str | None = None,
+        aggregate: str | None = None,
+        expand: str | None = None,
+        repr: str | None = None,
+        summarizer: str | None = None,
+        model: str | None = None,
+        filter: Mapping[str, Any] | None = None,
+        explain: bool = False,
+        exact: bool = False,
+        strategy: str | None = None,
+    ) -> list[Result]:
+        """The ``k`` best results for ``query``.
+
+        ``mode``: ``bm25`` (default), ``dense``, ``hybrid``, ``hybrid:rrf``, ``hybrid:linear=W``.
+        ``level``: ``chunk`` (default) or ``doc``; ``aggregate`` ranks documents from their chunks
+        (``max``, ``sum``, ``mean:3``…). ``expand`` grows results into context (``window:1``,
+        ``parent``, ``doc``…). ``filter`` keeps documents whose metadata has these values.
+        ``strategy`` is a whole strategy spec (``mode=hybrid,level=doc``) that the other
+        arguments override. ``explain`` fills each result's ``explain`` dict.
+        """
+        return [Result._from_json(r) for r in self.search_json(
+            query, k=k, mode=mode, level=level, aggregate=aggregate, expand=expand, repr=repr,
+            summarizer=summarizer, model=model, filter=filter, explain=explain, exact=exact,
+            strategy=strategy)["results"]]
+
+    def search_json(self, query: str, *, k: int | None = None,
+                    filter: Mapping[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+        """The whole response of :meth:`search` as ``ckeep search --json`` prints it (plus
+        ``char_spans`` per result)."""
+        flt = None if filter is None else json.dumps(dict(filter))
+        return json.loads(self._native.search(query, k=k, filter=flt, **options))
+
+    def show(self, doc_id: str) -> dict[str, Any]:
+        """A stored document: its id, title, metadata, source, hash, size and ``text``."""
+        return json.loads(self._native.show(doc_id))
+
+    def chunks(self, doc_id: str) -> list[Chunk]:
+        """A document's chunks in document order, with their spans and text."""
+        out = []
+        for c in json.loads(self._native.chunks(doc_id)):
+            out.append(Chunk(
+                ordinal=c["ordinal"], start=c["span"][0], end=c["span"][1],
+                text=c["text"], depth=c.get("depth", 0), parent=c.get("parent"),
+                leaf=c.get("leaf", True), headings=list(c.get("headings") or []),
+            ))
+        return out
+
+    def remove(self, doc_ids: str | Sequence[str]) -> int:
+        """Removes documents by id; none is removed if any id is unknown."""
+        ids = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids)
+        return self._native.remove(ids)
+
+    def stats(self) -> dict[str, Any]:
+        """``ckeep stats --json``: the manifest (chunker, analyzer, model) and the counts."""
+        return json.loads(self._native.stats())
+
+    def check(self) -> dict[str, Any]:
+        """``ckeep check --json``: ``ok`` and a report of every span, parent and count."""
+        return json.loads(self._native.check())
+
+
+class Embedder:
+    """An embedding model: a name installed by ``ckeep model pull``, a model directory, or an
+    OpenAI-compatible server as ``URL#MODEL``. Vectors are cached like the CLI's unless
+    ``cache=False``."""
+
+    def __init__(self, name_or_dir: PathLike, *, cache: bool = True) -> None:
+        self._native = _NativeEmbedder(os.fspath(name_or_dir), cache=cache)
+        self.info: dict[str, Any] = json.loads(self._native.info)
+
+    @property
+    def dim(self) -> int:
+        """The vectors' dimension."""
+        return int(self.info["dim"])
+
+    def __repr__(self) -> str:
+        return f"ckeep.Embedder({self.info['name']!r}, dim={self.dim})"
+
+    def embed(self, texts: str | Sequence[str], *, kind: str = "passage") -> "numpy.ndarray":
+        """A ``(len(texts), dim)`` float32 array, equal to ``ckeep embed --json``'s vectors.
+
+        ``kind``: ``passage`` (text to be searched), ``query`` (with the model's query prompt)
+        or ``pair`` (one side of a symmetric comparison).
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        return self._native.embed(list(texts), kind=kind)
+
+
+def _text_document(text: str, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    import hashlib
+
+    doc: dict[str, Any] = {
+        "id": "text-" + hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest(),
+        "text": text,
+    }
+    if metadata:
+        doc["metadata"] = dict(metadata)
+    return doc
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two add reports as one: counts summed, the rest from the later one."""
+    if not a:
+        return b
+    out = dict(b)
+    for key, value in a.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key in b:
+            out[key] = value + b[key]
+    return out

@@ -1,0 +1,30 @@
+//! `ckeep._ckeep`: the engine for Python. The Python layer in `ckeep/` turns its JSON answers
+//! into dataclasses, so Python sees exactly what `ckeep … --json` prints (one serializer).
+//!
+//! Every call that reads, embeds, indexes or searches releases the GIL, and no Rust panic
+//! reaches Python: each becomes a [`StoreError`] naming the bug.
+
+// PyO3 hands every argument over as an owned value.
+#![allow(clippy::needless_pass_by_value)]
+
+mod embedder;
+mod errors;
+mod store;
+
+use pyo3::prelude::*;
+
+pub use errors::{CkeepError, ModelError, StoreError, UsageError};
+
+/// The native module.
+#[pymodule]
+fn _ckeep(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("CkeepError", py.get_type::<CkeepError>())?;
+    m.add("UsageError", py.get_type::<UsageError>())?;
+    m.add("StoreError", py.get_type::<StoreError>())?;
+    m.add("ModelError", py.get_type::<ModelError>())?;
+    m.add_class::<store::Store>()?;
+    m.add_class::<embedder::Embedder>()?;
+    Ok(())
+}

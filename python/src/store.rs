@@ -1,0 +1,430 @@
+//! `Store`: one store (a directory or a `postgres://` URL) with one writer and a pool of
+//! readers, so searches from several Python threads run at once beside each other.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use anyhow::{Context, anyhow, bail};
+use ckeep_core::Document;
+use ckeep_embed::Embedder;
+use ckeep_engine::{AnalyzerChoice, Engine, MetadataFilter, SearchRequest, Strategy};
+use ckeep_store::{DynStore, StoreRead, StoreWrite};
+use ckeep_text::{ChunkerSpec, LoadOptions, Loader};
+use pyo3::prelude::*;
+use serde_json::{Value, json};
+
+use crate::errors::{detached, usage};
+
+type Eng = Engine<DynStore>;
+
+/// A Context Keeper store. Methods answer JSON text that the Python layer turns into objects.
+#[derive(Debug)]
+#[pyclass(frozen, module = "ckeep._ckeep")]
+pub struct Store {
+    location: String,
+    /// The model named when the store was opened (`None`: the one the store was built with).
+    model: Option<String>,
+    cache: bool,
+    /// Writes go through this engine; readers share its loaded vectors. `None` until the
+    /// store exists (it is created by the first add).
+    writer: Mutex<Option<Eng>>,
+    /// Idle readers, each with its own connection.
+    readers: Mutex<Vec<Eng>>,
+    /// Loaded models by spec, shared by the writer and every reader.
+    models: Mutex<HashMap<String, Arc<dyn Embedder>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic inside a call is reported to Python; the engine's writes are transactions, so
+    // what the lock guards is still consistent.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn parse<T: std::str::FromStr>(what: &str, value: Option<&str>) -> anyhow::Result<Option<T>>
+where
+    T::Err: std::fmt::Display,
+{
+    value.map(|v| v.parse::<T>().map_err(|e| usage(format!("{what} `{v}`: {e}")))).transpose()
+}
+
+impl Store {
+    /// The writer, opening the store (or creating it, with `create`) on first use.
+    fn writer(&self, create: bool) -> anyhow::Result<MutexGuard<'_, Option<Eng>>> {
+        let mut guard = lock(&self.writer);
+        if guard.is_none() {
+            let store = if create {
+                ckeep_store::open_or_create(&self.location)?
+            } else {
+                ckeep_store::open(&self.location)?
+            };
+            let mut engine = Engine::new(store);
+            if self.cache {
+                engine = engine.with_generation_cache(ckeep_engine::default_generation_cache());
+            }
+            *guard = Some(engine);
+        }
+        Ok(guard)
+    }
+
+    /// Runs `job` on the writer's connection (the store must exist).
+    fn read<T>(&self, job: impl FnOnce(&Eng) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        let guard = self.writer(false)?;
+        job(guard.as_ref().context("the store is not open")?)
+    }
+
+    /// A loaded model by spec (loaded once per store object).
+    fn model(&self, spec: &str) -> anyhow::Result<Arc<dyn Embedder>> {
+        let mut models = lock(&self.models);
+        if let Some(m) = models.get(spec) {
+            return Ok(Arc::clone(m));
+        }
+        let m = ckeep_engine::load_model(spec, self.cache)?;
+        models.insert(spec.to_string(), Arc::clone(&m));
+        Ok(m)
+    }
+
+    /// The model to use: the one asked for, else the store object's, else the store's own.
+    fn model_spec(&self, asked: Option<&str>, engine: &Eng) -> anyhow::Result<Option<String>> {
+        Ok(match asked.or(self.model.as_deref()) {
+            Some(m) => Some(m.to_string()),
+            None => ckeep_engine::stored_model(&engine.store().manifest()?),
+        })
+    }
+
+    /// An idle reader, or a new one over its own connection.
+    fn take_reader(&self) -> anyhow::Result<Eng> {
+        if let Some(r) = lock(&self.readers).pop() {
+            return Ok(r);
+        }
+        let store = ckeep_store::open(&self.location)?;
+        let guard = self.writer(false)?;
+        let writer = guard.as_ref().ok_or_else(|| anyhow!("the store is not open"))?;
+        Ok(writer.reader(store))
+    }
+
+    fn ingest(&self, docs: Vec<Document>, opts: &AddOptions) -> anyhow::Result<String> {
+        let started = std::time::Instant::now();
+        let analyzer: Option<AnalyzerChoice> = parse("analyzer", opts.analyzer.as_deref())?;
+        let unit: Option<ckeep_text::chunk::SizeUnit> =
+            parse("size unit", opts.size_unit.as_deref())?;
+        let mut guard = self.writer(true)?;
+        let Some(mut engine) = guard.take() else { bail!("the store is not open") };
+        // Everything that can fail is done before the engine is rebuilt and put back.
+        let model = self
+            .model_spec(opts.model.as_deref(), &engine)
+            .and_then(|spec| spec.map(|s| self.model(&s)).transpose());
+        let model = match model {
+            Ok(m) => m,
+            Err(e) => {
+                *guard = Some(engine);
+                return Err(e);
+            }
+        };
+        if let Some(a) = analyzer {
+            engine = engine.with_analyzer(a);
+        }
+        if let Some(m) = model {
+            engine = engine.with_embedder(m);
+        }
+        let engine = guard.insert(engine);
+        let mut chunker = match &opts.chunker {
+            Some(c) => c.parse::<ChunkerSpec>().map_err(|e| usage(e.to_string()))?,
+            None => engine.stored_chunker()?.unwrap_or_default(),
+        };
+        if let Some(unit) = unit {
+            chunker = chunker.with_unit(unit)?;
+        }
+        let mut ingest = engine.ingest(&chunker)?;
+        for doc in docs {
+            ingest.add(doc)?;
+        }
+        let report = ingest.finish()?;
+        let mut out = json!({
+            "store": self.location,
+            "chunker": chunker.to_string(),
+            "analyzer": engine.analyzer()?.map(ckeep_engine::Analyzer::name),
+            "model": engine.embedder().map(|e| e.info().name.clone()),
+            "seconds": started.elapsed().as_secs_f64(),
+        });
+        if let (Value::Object(o), Value::Object(r)) = (&mut out, serde_json::to_value(&report)?) {
+            o.extend(r);
+        }
+        // Readers made before this add carry the old model; they are made again.
+        lock(&self.readers).clear();
+        Ok(out.to_string())
+    }
+}
+
+/// What `add` may set; every part optional.
+#[derive(Debug, Default)]
+struct AddOptions {
+    chunker: Option<String>,
+    model: Option<String>,
+    analyzer: Option<String>,
+    size_unit: Option<String>,
+}
+
+#[pymethods]
+impl Store {
+    #[new]
+    #[pyo3(signature = (location, *, model=None, cache=true))]
+    fn new(location: String, model: Option<String>, cache: bool) -> Self {
+        Self {
+            location,
+            model,
+            cache,
+            writer: Mutex::new(None),
+            readers: Mutex::new(Vec::new()),
+            models: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Where the store is.
+    #[getter]
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Adds files and directories (txt, md, ipynb, jsonl, rst), all checked before any is stored.
+    #[pyo3(signature = (paths, *, chunker=None, model=None, analyzer=None, size_unit=None, lossy=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_paths(
+        &self,
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        chunker: Option<String>,
+        model: Option<String>,
+        analyzer: Option<String>,
+        size_unit: Option<String>,
+        lossy: bool,
+    ) -> PyResult<String> {
+        let opts = AddOptions { chunker, model, analyzer, size_unit };
+        detached(py, || {
+            let loader = Loader::new(LoadOptions { lossy, ..LoadOptions::default() });
+            let sources = loader.sources(&paths)?;
+            if sources.is_empty() {
+                bail!(usage(
+                    "no loadable files there (known extensions: txt, md, ipynb, jsonl, rst)"
+                ));
+            }
+            let mut docs = Vec::new();
+            let mut problems = Vec::new();
+            for source in &sources {
+                match loader.load(source) {
+                    Ok(loaded) => docs.extend(loaded.documents),
+                    Err(e) => problems.push(e),
+                }
+            }
+            if let Some(first) = problems.first() {
+                let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                let message = format!(
+                    "{} input(s) cannot be loaded; nothing was added:\n{}",
+                    problems.len(),
+                    list.join("\n")
+                );
+                if problems.iter().all(ckeep_text::Error::is_user_error) {
+                    bail!(usage(message));
+                }
+                bail!("{message} ({first})");
+            }
+            self.ingest(docs, &opts)
+        })
+    }
+
+    /// Adds documents given as JSONL text (the `ckeep add` JSONL rules: `id`, `text`, optional
+    /// `title` and `metadata`).
+    #[pyo3(signature = (jsonl, *, chunker=None, model=None, analyzer=None, size_unit=None))]
+    fn add_jsonl(
+        &self,
+        py: Python<'_>,
+        jsonl: String,
+        chunker: Option<String>,
+        model: Option<String>,
+        analyzer: Option<String>,
+        size_unit: Option<String>,
+    ) -> PyResult<String> {
+        let opts = AddOptions { chunker, model, analyzer, size_unit };
+        detached(py, || {
+            let docs = Loader::default().jsonl("documents", &jsonl)?;
+            self.ingest(docs, &opts)
+        })
+    }
+
+    /// Searches; the JSON is `ckeep search --json`'s, with each result's spans also in
+    /// characters (`char_spans`).
+    #[pyo3(signature = (query, *, strategy=None, k=None, mode=None, level=None, aggregate=None,
+        expand=None, repr=None, summarizer=None, model=None, filter=None, explain=false, exact=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn search(
+        &self,
+        py: Python<'_>,
+        query: String,
+        strategy: Option<String>,
+        k: Option<usize>,
+        mode: Option<String>,
+        level: Option<String>,
+        aggregate: Option<String>,
+        expand: Option<String>,
+        repr: Option<String>,
+        summarizer: Option<String>,
+        model: Option<String>,
+        filter: Option<String>,
+        explain: bool,
+        exact: bool,
+    ) -> PyResult<String> {
+        detached(py, || {
+            let mut s: Strategy = match strategy {
+                Some(spec) => {
+                    spec.parse().map_err(|e: ckeep_engine::Error| usage(e.to_string()))?
+                }
+                None => Strategy::default(),
+            };
+            if let Some(k) = k {
+                s.k = k;
+            }
+            if let Some(m) = parse("mode", mode.as_deref())? {
+                s.mode = m;
+            }
+            if let Some(l) = parse("level", level.as_deref())? {
+                s.level = l;
+            }
+            if let Some(a) = parse("aggregate", aggregate.as_deref())? {
+                s.agg = a;
+            }
+            if let Some(e) = parse("expand", expand.as_deref())? {
+                s.expand = e;
+            }
+            if let Some(list) = repr.as_deref() {
+                s.repr = ckeep_engine::parse_representations(list).map_err(usage)?;
+            }
+            if let Some(sm) = parse("summarizer", summarizer.as_deref())? {
+                s.summarizer = Some(sm);
+            }
+            s.exact |= exact;
+            if model.is_some() {
+                s.model.clone_from(&model);
+            }
+            let filter = match filter {
+                Some(f) => {
+                    let Value::Object(map) = serde_json::from_str::<Value>(&f)? else {
+                        bail!(usage("filter must be a dict of metadata keys and values"));
+                    };
+                    Some(MetadataFilter(map))
+                }
+                None => None,
+            };
+            let mut reader = self.take_reader()?;
+            if s.mode.needs_model()
+                && let Some(spec) = self.model_spec(s.model.as_deref(), &reader)?
+            {
+                reader = reader.with_embedder(self.model(&spec)?);
+            }
+            let req = SearchRequest { query, strategy: s, explain, filter };
+            let res = reader.search(&req);
+            let out = res.map_err(anyhow::Error::from).and_then(|r| with_char_spans(&reader, &r));
+            lock(&self.readers).push(reader);
+            out
+        })
+    }
+
+    /// A document: `ckeep show --json` with its text.
+    fn show(&self, py: Python<'_>, doc_id: String) -> PyResult<String> {
+        detached(py, || {
+            let doc = self.read(|engine| stored(engine, &doc_id))?;
+            let mut value = doc.describe();
+            value["text"] = Value::String(doc.document.text);
+            Ok(value.to_string())
+        })
+    }
+
+    /// A document's chunks: `ckeep show --chunks --json`'s list.
+    fn chunks(&self, py: Python<'_>, doc_id: String) -> PyResult<String> {
+        detached(py, || {
+            let (doc, chunks) = self.read(|engine| {
+                Ok((stored(engine, &doc_id)?, engine.store().chunks_of(&doc_id)?))
+            })?;
+            let text = &doc.document.text;
+            let mut out = Vec::new();
+            for c in chunks {
+                let mut v = serde_json::to_value(&c)?;
+                v["text"] = Value::String(c.chunk.span.slice(text).to_string());
+                out.push(v);
+            }
+            Ok(Value::Array(out).to_string())
+        })
+    }
+
+    /// Removes documents; none is removed if any id is unknown.
+    fn remove(&self, py: Python<'_>, ids: Vec<String>) -> PyResult<usize> {
+        detached(py, || {
+            let mut guard = self.writer(false)?;
+            let engine = guard.as_mut().context("the store is not open")?;
+            let missing: Vec<&str> = ids
+                .iter()
+                .filter(|id| matches!(engine.store().document_hash(id), Ok(None)))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                bail!(usage(format!(
+                    "no such document(s): {}; nothing was removed",
+                    missing.join(", ")
+                )));
+            }
+            Ok(engine.store_mut().remove(&ids)?)
+        })
+    }
+
+    /// `ckeep stats --json`.
+    fn stats(&self, py: Python<'_>) -> PyResult<String> {
+        detached(py, || {
+            self.read(|engine| {
+                let store = engine.store();
+                let (manifest, stats) = (store.manifest()?, store.stats()?);
+                Ok(json!({"store": store.location(), "manifest": manifest, "stats": stats})
+                    .to_string())
+            })
+        })
+    }
+
+    /// `ckeep check --json`.
+    fn check(&self, py: Python<'_>) -> PyResult<String> {
+        detached(py, || {
+            let report = self.read(|engine| Ok(engine.store().check()?))?;
+            Ok(json!({"ok": report.is_ok(), "report": report}).to_string())
+        })
+    }
+}
+
+/// A stored document, or the caller's mistake naming the id.
+fn stored(engine: &Eng, id: &str) -> anyhow::Result<ckeep_store::StoredDocument> {
+    engine.store().document(id)?.ok_or_else(|| usage(format!("no document `{id}` in the store")))
+}
+
+/// The response as JSON, each result with its spans also counted in characters, which is what
+/// Python strings index by.
+fn with_char_spans(engine: &Eng, res: &ckeep_engine::SearchResponse) -> anyhow::Result<String> {
+    // Through text, so scores keep the shortest form of their f32 value, as the CLI prints them.
+    let mut value: Value = serde_json::from_str(&serde_json::to_string(res)?)?;
+    let mut texts: HashMap<&str, String> = HashMap::new();
+    for (r, out) in res.results.iter().zip(value["results"].as_array_mut().into_iter().flatten()) {
+        if !texts.contains_key(r.doc_id.as_str()) {
+            let doc = engine
+                .store()
+                .document(&r.doc_id)?
+                .ok_or_else(|| anyhow!("document `{}` vanished during the search", r.doc_id))?;
+            texts.insert(&r.doc_id, doc.document.text);
+        }
+        let text = &texts[r.doc_id.as_str()];
+        let chars: Vec<[usize; 2]> = r
+            .spans
+            .iter()
+            .map(|s| {
+                let start = text[..s.start].chars().count();
+                [start, start + text[s.start..s.end].chars().count()]
+            })
+            .collect();
+        out["char_spans"] = json!(chars);
+    }
+    Ok(value.to_string())
+}

@@ -1,0 +1,135 @@
+"""Store from Python against the CLI on the same store: the same results, spans and reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ckeep
+from conftest import CORPUS_JSONL, EXAMPLES, MODEL, cli
+
+QUERIES = ["owls hunting at night", "baking bread", "天气", "相似度"]
+MODES = ["bm25", "dense", "hybrid", "hybrid:linear=0.5"]
+LEVELS = [("chunk", None), ("doc", "max"), ("doc", "mean:3")]
+
+
+def test_the_readme_example_runs(tmp_path: Path) -> None:
+    store = ckeep.Store(tmp_path / "demo")
+    report = store.add(EXAMPLES)
+    assert report["added"] == report["documents"] > 0
+    results = store.search("bm25", k=3)
+    assert 0 < len(results) <= 3
+    assert results[0].doc_id.endswith("bm25.md")
+    assert "BM25" in results[0].text
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("level,agg", LEVELS)
+def test_results_equal_the_cli_json(cli_store: Path, mode: str, level: str, agg: str | None) -> None:
+    store = ckeep.Store(cli_store)
+    for query in QUERIES:
+        args = ["search", query, "--mode", mode, "--level", level, "-k", "5"]
+        kwargs = {"mode": mode, "level": level, "k": 5}
+        if agg:
+            args += ["--aggregate", agg]
+            kwargs["aggregate"] = agg
+        want = cli(*args, store=cli_store)
+        got = store.search_json(query, **kwargs)
+        for r in got["results"]:
+            del r["char_spans"]
+        assert got == want, (query, mode, level)
+        # The dataclasses carry the same values.
+        results = store.search(query, **kwargs)
+        assert [(r.doc_id, r.score, [(s.start, s.end) for s in r.spans]) for r in results] == [
+            (r["doc_id"], r["score"], [tuple(s) for s in r["spans"]]) for r in want["results"]
+        ]
+
+
+def test_explain_and_filters_match_the_cli(cli_store: Path) -> None:
+    store = ckeep.Store(cli_store)
+    want = cli("search", "birds", "--explain", "--filter", "topic=birds", store=cli_store)
+    got = store.search_json("birds", explain=True, filter={"topic": "birds"})
+    for r in got["results"]:
+        del r["char_spans"]
+    assert got == want
+    assert all(r.explain and r.explain["mode"] == "bm25" for r in store.search("birds", explain=True))
+
+
+def test_character_spans_index_python_strings(cli_store: Path) -> None:
+    store = ckeep.Store(cli_store)
+    results = store.search("天气", k=3)
+    assert results, "the Chinese query finds the weather document"
+    for r in results:
+        text = store.show(r.doc_id)["text"]
+        raw = text.encode("utf-8")
+        pieces = [text[s.char_start:s.char_end] for s in r.spans]
+        assert pieces == [raw[s.start:s.end].decode("utf-8") for s in r.spans]
+        assert "".join(pieces) in r.text or r.text.startswith(pieces[0])
+
+
+def test_adding_from_python_builds_the_store_the_cli_builds(tmp_path: Path, cli_store: Path) -> None:
+    store = ckeep.Store(tmp_path / "py")
+    docs = [json.loads(line) for line in CORPUS_JSONL.read_text(encoding="utf-8").splitlines()]
+    report = store.add_documents(docs, model=MODEL, chunker="sentences")
+    assert report["added"] == len(docs) and report["model"] == MODEL
+    ours, theirs = store.stats(), cli("stats", store=cli_store)
+    assert ours["manifest"] == theirs["manifest"]
+    for key in ("documents", "chunks", "leaf_chunks", "text_bytes", "representations"):
+        assert ours["stats"][key] == theirs["stats"][key], key
+    want = cli("show", "owls", "--chunks", store=cli_store)["chunks"]
+    got = store.chunks("owls")
+    assert [(c.start, c.end, c.text) for c in got] == [
+        (c["span"][0], c["span"][1], c["text"]) for c in want
+    ]
+    # Adding the same documents again changes nothing.
+    again = store.add_documents(docs)
+    assert again["unchanged"] == len(docs) and again["added"] == 0
+    assert store.check()["ok"]
+
+
+def test_texts_paths_metadata_and_removal(tmp_path: Path) -> None:
+    store = ckeep.Store(tmp_path / "s")
+    report = store.add(["Glaciers carve valleys over thousands of years.", "今天天气很好，我们去公园散步。"],
+                       metadata={"kind": "note"})
+    assert report["added"] == 2 and report["analyzer"] in ("standard", "jieba", "cjk")
+    hits = store.search("glaciers", filter={"kind": "note"})
+    assert hits[0].doc_id.startswith("text-")
+    assert store.show(hits[0].doc_id)["metadata"] == {"kind": "note"}
+    again = store.add("Glaciers carve valleys over thousands of years.", metadata={"kind": "note"})
+    assert again["unchanged"] == 1 and again["added"] == 0
+    assert store.add(EXAMPLES / "bm25.md")["added"] == 1
+    assert store.remove(hits[0].doc_id) == 1
+    assert store.stats()["stats"]["documents"] == 2
+
+
+def test_bad_input_raises_and_loses_nothing(tmp_path: Path) -> None:
+    store = ckeep.Store(tmp_path / "s")
+    store.add_documents([{"id": "a", "text": "alpha beta"}])
+    with pytest.raises(ckeep.UsageError, match="empty text"):
+        store.add_documents([{"id": "b", "text": "gamma"}, {"id": "c", "text": "  "}])
+    with pytest.raises(ckeep.UsageError, match="duplicate id"):
+        store.add_documents([{"id": "d", "text": "x"}, {"id": "d", "text": "y"}])
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"caf\xe9 au lait")
+    with pytest.raises(ckeep.UsageError, match="UTF-8"):
+        store.add([EXAMPLES / "bm25.md", bad])
+    with pytest.raises(ckeep.UsageError, match="No such file"):
+        store.add("missing/notes.md")
+    with pytest.raises(ckeep.UsageError, match="analyzer"):
+        store.add_documents([{"id": "e", "text": "x"}], analyzer="cjk")
+    assert store.stats()["stats"]["documents"] == 1
+    assert store.check()["ok"]
+    with pytest.raises(ckeep.UsageError):
+        store.search("alpha", mode="sideways")
+    with pytest.raises(ckeep.UsageError, match="no document"):
+        store.show("zzz")
+    with pytest.raises(ckeep.UsageError, match="nothing was removed"):
+        store.remove(["a", "zzz"])
+    with pytest.raises(ckeep.UsageError):
+        ckeep.Store(tmp_path / "nowhere").search("alpha")
+    with pytest.raises(ckeep.ModelError):
+        store.search("alpha", mode="dense", model=str(tmp_path / "no-such-model"))
+    assert issubclass(ckeep.UsageError, ckeep.CkeepError)
+    assert store.search("alpha")[0].doc_id == "a"
