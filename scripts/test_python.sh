@@ -6,7 +6,9 @@
 # $CKEEP_MODELS (installed by scripts/test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --quiet -p ckeep -p ckeep-python
+cargo build --quiet -p ckeep
+# As maturin builds it: an extension module, whose Python symbols the interpreter provides.
+PYO3_BUILD_EXTENSION_MODULE=1 cargo build --quiet -p ckeep-python
 venv=target/python-venv
 if ! "$venv/bin/python" -c "import numpy, pytest" 2>/dev/null; then
   python3 -m venv "$venv"
