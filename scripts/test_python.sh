@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Python package's tests (python/tests) against the module the workspace's debug build made:
 # no second build. target/debug/lib_ckeep.so is what maturin would put in the wheel; it is
-# copied beside the Python layer (as `maturin develop` does), and pytest runs with numpy in a
-# venv under target/. The tests compare against target/debug/ckeep and use the real models in
+# copied beside the Python layer (as `maturin develop` does), and pytest runs in a venv under
+# target/ with numpy, langchain-core and llama-index-core (the adapters are tested against the
+# real packages). The tests compare against target/debug/ckeep and use the real models in
 # $CKEEP_MODELS (installed by scripts/test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,9 +11,9 @@ cargo build --quiet -p ckeep
 # As maturin builds it: an extension module, whose Python symbols the interpreter provides.
 PYO3_BUILD_EXTENSION_MODULE=1 cargo build --quiet -p ckeep-python
 venv=target/python-venv
-if ! "$venv/bin/python" -c "import numpy, pytest" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import numpy, pytest, langchain_core, llama_index.core" 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet "numpy>=1.21" "pytest>=7"
+  "$venv/bin/pip" install --quiet "numpy>=1.21" "pytest>=7" "langchain-core>=0.3" "llama-index-core>=0.12"
 fi
 cp target/debug/lib_ckeep.so python/ckeep/_ckeep.abi3.so
 CKEEP_BIN="$PWD/target/debug/ckeep" PYTHONPATH="$PWD/python" "$venv/bin/python" -m pytest -q python/tests "$@"
