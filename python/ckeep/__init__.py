@@ -88,6 +88,19 @@ class Result:
     chunks: list[ResultChunk] = field(default_factory=list)
     explain: dict[str, Any] | None = None
 
+    def provenance(self) -> dict[str, Any]:
+        """Where the result comes from, as plain JSON values (for framework metadata): doc id,
+        rank, score, headings, spans in bytes and in characters, chunk ids."""
+        return {
+            "doc_id": self.doc_id,
+            "rank": self.rank,
+            "score": self.score,
+            "headings": self.headings,
+            "spans": [[s.start, s.end] for s in self.spans],
+            "char_spans": [[s.char_start, s.char_end] for s in self.spans],
+            "chunk_ids": [c.chunk_id for c in self.chunks],
+        }
+
     @classmethod
     def _from_json(cls, r: Mapping[str, Any]) -> Result:
         spans = [

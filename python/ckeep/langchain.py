@@ -45,13 +45,5 @@ def to_document(result: Result) -> Document:
     return Document(
         id=f"{result.doc_id}#{first.start}-{last.end}",
         page_content=result.text,
-        metadata={
-            "doc_id": result.doc_id,
-            "rank": result.rank,
-            "score": result.score,
-            "headings": result.headings,
-            "spans": [[s.start, s.end] for s in result.spans],
-            "char_spans": [[s.char_start, s.char_end] for s in result.spans],
-            "chunk_ids": [c.chunk_id for c in result.chunks],
-        },
+        metadata=result.provenance(),
     )

@@ -47,14 +47,7 @@ def to_node(result: Result) -> NodeWithScore:
         text=result.text,
         start_char_idx=first.char_start,
         end_char_idx=last.char_end,
-        metadata={
-            "doc_id": result.doc_id,
-            "rank": result.rank,
-            "headings": result.headings,
-            "spans": [[s.start, s.end] for s in result.spans],
-            "char_spans": [[s.char_start, s.char_end] for s in result.spans],
-            "chunk_ids": [c.chunk_id for c in result.chunks],
-        },
+        metadata={k: v for k, v in result.provenance().items() if k != "score"},
         excluded_llm_metadata_keys=list(_HIDDEN),
         excluded_embed_metadata_keys=list(_HIDDEN),
     )
