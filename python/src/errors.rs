@@ -28,16 +28,9 @@ create_exception!(
 );
 
 /// A caller's mistake found by the bindings themselves (an unknown option value).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
 
 /// Maps an error to its exception class by the typed error nearest the top of its chain.
 pub fn to_py(err: &anyhow::Error) -> PyErr {

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use anyhow::{Context, anyhow, bail};
 use ckeep_core::Document;
 use ckeep_embed::Embedder;
-use ckeep_engine::{AnalyzerChoice, Engine, MetadataFilter, SearchRequest, Strategy};
+use ckeep_engine::{
+    AnalyzerChoice, Engine, MetadataFilter, SearchRequest, Strategy, StrategyOverrides,
+};
 use ckeep_store::{DynStore, StoreRead, StoreWrite};
 use ckeep_text::{ChunkerSpec, LoadOptions, Loader};
 use pyo3::prelude::*;
@@ -98,9 +100,7 @@ impl Store {
             return Ok(r);
         }
         let store = ckeep_store::open(&self.location)?;
-        let guard = self.writer(false)?;
-        let writer = guard.as_ref().ok_or_else(|| anyhow!("the store is not open"))?;
-        Ok(writer.reader(store))
+        self.read(|writer| Ok(writer.reader(store)))
     }
 
     fn ingest(&self, docs: Vec<Document>, opts: &AddOptions) -> anyhow::Result<String> {
@@ -109,18 +109,12 @@ impl Store {
         let unit: Option<ckeep_text::chunk::SizeUnit> =
             parse("size unit", opts.size_unit.as_deref())?;
         let mut guard = self.writer(true)?;
-        let Some(mut engine) = guard.take() else { bail!("the store is not open") };
-        // Everything that can fail is done before the engine is rebuilt and put back.
-        let model = self
-            .model_spec(opts.model.as_deref(), &engine)
-            .and_then(|spec| spec.map(|s| self.model(&s)).transpose());
-        let model = match model {
-            Ok(m) => m,
-            Err(e) => {
-                *guard = Some(engine);
-                return Err(e);
-            }
+        let current = guard.as_ref().context("the store is not open")?;
+        let model = match self.model_spec(opts.model.as_deref(), current)? {
+            Some(spec) => Some(self.model(&spec)?),
+            None => None,
         };
+        let mut engine = guard.take().context("the store is not open")?;
         if let Some(a) = analyzer {
             engine = engine.with_analyzer(a);
         }
@@ -150,8 +144,6 @@ impl Store {
         if let (Value::Object(o), Value::Object(r)) = (&mut out, serde_json::to_value(&report)?) {
             o.extend(r);
         }
-        // Readers made before this add carry the old model; they are made again.
-        lock(&self.readers).clear();
         Ok(out.to_string())
     }
 }
@@ -216,7 +208,7 @@ impl Store {
                     Err(e) => problems.push(e),
                 }
             }
-            if let Some(first) = problems.first() {
+            if !problems.is_empty() {
                 let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
                 let message = format!(
                     "{} input(s) cannot be loaded; nothing was added:\n{}",
@@ -226,7 +218,7 @@ impl Store {
                 if problems.iter().all(ckeep_text::Error::is_user_error) {
                     bail!(usage(message));
                 }
-                bail!("{message} ({first})");
+                bail!(message);
             }
             self.ingest(docs, &opts)
         })
@@ -280,31 +272,19 @@ impl Store {
                 }
                 None => Strategy::default(),
             };
-            if let Some(k) = k {
-                s.k = k;
+            let repr = repr.as_deref().map(ckeep_engine::parse_representations);
+            StrategyOverrides {
+                k,
+                mode: parse("mode", mode.as_deref())?,
+                level: parse("level", level.as_deref())?,
+                agg: parse("aggregate", aggregate.as_deref())?,
+                expand: parse("expand", expand.as_deref())?,
+                repr: repr.transpose().map_err(usage)?,
+                summarizer: parse("summarizer", summarizer.as_deref())?,
+                model,
+                exact: exact.then_some(true),
             }
-            if let Some(m) = parse("mode", mode.as_deref())? {
-                s.mode = m;
-            }
-            if let Some(l) = parse("level", level.as_deref())? {
-                s.level = l;
-            }
-            if let Some(a) = parse("aggregate", aggregate.as_deref())? {
-                s.agg = a;
-            }
-            if let Some(e) = parse("expand", expand.as_deref())? {
-                s.expand = e;
-            }
-            if let Some(list) = repr.as_deref() {
-                s.repr = ckeep_engine::parse_representations(list).map_err(usage)?;
-            }
-            if let Some(sm) = parse("summarizer", summarizer.as_deref())? {
-                s.summarizer = Some(sm);
-            }
-            s.exact |= exact;
-            if model.is_some() {
-                s.model.clone_from(&model);
-            }
+            .apply(&mut s);
             let filter = match filter {
                 Some(f) => {
                     let Value::Object(map) = serde_json::from_str::<Value>(&f)? else {

@@ -55,7 +55,7 @@ pub use search::{MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult};
 pub use similar::{
     ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,
 };
-pub use strategy::{Level, MAX_K, Mode, Strategy};
+pub use strategy::{Level, MAX_K, Mode, Strategy, StrategyOverrides};
 pub use summarize::{LoadedSummarizer, Summarizer};
 
 /// The lexical field that holds chunks' own text.

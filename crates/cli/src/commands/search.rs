@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use ckeep_engine::SearchRequest;
+use ckeep_engine::{SearchRequest, StrategyOverrides};
 use ckeep_store::StoreRead;
 
 use crate::args::SearchArgs;
@@ -15,32 +15,21 @@ pub fn run(
     out: &Output,
 ) -> anyhow::Result<ExitCode> {
     let mut strategy = args.strategy.clone().unwrap_or_default();
-    if let Some(k) = args.k {
-        strategy.k = k as usize;
+    let repr = args.repr.as_deref().map(ckeep_engine::parse_representations);
+    StrategyOverrides {
+        k: args.k.map(|k| k as usize),
+        mode: args.mode,
+        level: args.level,
+        agg: args.agg,
+        expand: args.expand,
+        repr: repr.transpose().map_err(anyhow::Error::msg)?,
+        summarizer: args.summarizer.clone(),
+        model: args.model.clone(),
+        // The flag only switches exact scans on.
+        exact: args.exact.then_some(true),
     }
-    if let Some(mode) = args.mode {
-        strategy.mode = mode;
-    }
-    if let Some(level) = args.level {
-        strategy.level = level;
-    }
-    if let Some(agg) = args.agg {
-        strategy.agg = agg;
-    }
-    if let Some(expand) = args.expand {
-        strategy.expand = expand;
-    }
-    strategy.exact |= args.exact;
-    if let Some(list) = &args.repr {
-        strategy.repr = ckeep_engine::parse_representations(list).map_err(anyhow::Error::msg)?;
-    }
-    if let Some(s) = &args.summarizer {
-        strategy.summarizer = Some(s.clone());
-    }
+    .apply(&mut strategy);
     let mut engine = super::open(store)?;
-    if let Some(m) = args.model.clone().or_else(|| strategy.model.clone()) {
-        strategy.model = Some(m);
-    }
     // The model is loaded only when the query needs it.
     if strategy.mode.needs_model() {
         let spec = match &strategy.model {

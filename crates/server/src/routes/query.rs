@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use ckeep_engine::{MetadataFilter, PairScorer, SearchRequest, SearchResponse, Strategy};
+use ckeep_engine::{
+    MetadataFilter, PairScorer, SearchRequest, SearchResponse, Strategy, StrategyOverrides,
+};
 use serde::Deserialize;
 
 use crate::AppState;
@@ -67,33 +69,21 @@ impl SearchBody {
             Some(spec) => spec.parse().map_err(|e: ckeep_engine::Error| ApiError::from(e))?,
             None => Strategy::default(),
         };
-        if let Some(k) = self.k {
-            strategy.k = usize::try_from(k).unwrap_or(usize::MAX);
+        let repr = self.repr.as_deref().map(ckeep_engine::parse_representations);
+        StrategyOverrides {
+            k: self.k.map(|k| usize::try_from(k).unwrap_or(usize::MAX)),
+            mode: field("mode", self.mode.as_deref())?,
+            level: field("level", self.level.as_deref())?,
+            agg: field("agg", self.agg.as_deref())?,
+            expand: field("expand", self.expand.as_deref())?,
+            repr: repr.transpose().map_err(|e| ApiError::invalid(format!("`repr`: {e}")))?,
+            summarizer: field("summarizer", self.summarizer.as_deref())?,
+            model: None,
+            exact: self.exact,
         }
+        .apply(&mut strategy);
         if strategy.k == 0 || strategy.k > limits.max_k {
             return Err(ApiError::invalid(format!("`k` must be 1 to {}", limits.max_k)));
-        }
-        if let Some(mode) = field("mode", self.mode.as_deref())? {
-            strategy.mode = mode;
-        }
-        if let Some(level) = field("level", self.level.as_deref())? {
-            strategy.level = level;
-        }
-        if let Some(agg) = field("agg", self.agg.as_deref())? {
-            strategy.agg = agg;
-        }
-        if let Some(expand) = field("expand", self.expand.as_deref())? {
-            strategy.expand = expand;
-        }
-        if let Some(s) = field("summarizer", self.summarizer.as_deref())? {
-            strategy.summarizer = Some(s);
-        }
-        if let Some(list) = &self.repr {
-            strategy.repr = ckeep_engine::parse_representations(list)
-                .map_err(|e| ApiError::invalid(format!("`repr`: {e}")))?;
-        }
-        if let Some(exact) = self.exact {
-            strategy.exact = exact;
         }
         Ok(SearchRequest {
             query: self.query,
