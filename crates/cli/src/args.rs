@@ -363,9 +363,6 @@ pub enum EvalCommand {
     Run(EvalRunArgs),
 }
 
-/// Default metrics of `ckeep eval`.
-const DEFAULT_METRICS: &str = "ndcg@10,mrr@10,map,recall@100,p@10";
-
 #[derive(Debug, Args)]
 pub struct EvalMetricsArgs {
     /// Relevance judgements.
@@ -375,7 +372,7 @@ pub struct EvalMetricsArgs {
     #[arg(long, value_name = "FILE")]
     pub run: PathBuf,
     /// Comma-separated metrics.
-    #[arg(long, value_name = "LIST", default_value = DEFAULT_METRICS, value_parser = crate::commands::eval::parse_metrics)]
+    #[arg(long, value_name = "LIST", default_value = ckeep_eval::DEFAULT_METRICS, value_parser = crate::commands::eval::parse_metrics)]
     pub metrics: std::vec::Vec<ckeep_eval::Metric>,
     /// Also print every query's values.
     #[arg(long)]
@@ -404,7 +401,7 @@ pub struct EvalRunArgs {
     #[arg(long = "strategy", value_name = "SPEC", required = true, value_parser = parse_strategy, long_help = strategy_help())]
     pub strategies: Vec<Strategy>,
     /// Comma-separated metrics.
-    #[arg(long, value_name = "LIST", default_value = DEFAULT_METRICS, value_parser = crate::commands::eval::parse_metrics)]
+    #[arg(long, value_name = "LIST", default_value = ckeep_eval::DEFAULT_METRICS, value_parser = crate::commands::eval::parse_metrics)]
     pub metrics: std::vec::Vec<ckeep_eval::Metric>,
     /// Write table.md, results.json, one TREC run per strategy, and plots (metrics.svg,
     /// recall.svg) here.

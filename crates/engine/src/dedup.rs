@@ -49,6 +49,12 @@ pub struct MatchedChunk {
     pub chunk_id: ChunkId,
     /// Its bytes in its document.
     pub span: Span,
+    /// Its text, once [`Engine::add_match_texts`] has filled it in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Its document, to read the text by.
+    #[serde(skip)]
+    doc: DocKey,
 }
 
 /// A matching chunk pair behind a duplicate.
@@ -82,6 +88,21 @@ pub struct DuplicateCluster {
     pub documents: Vec<String>,
     /// The pairs inside the cluster, best first.
     pub pairs: Vec<DuplicatePair>,
+}
+
+/// What `ckeep dedup --json` prints: the options, the time taken, and the clusters.
+#[derive(Debug, Clone, Serialize)]
+pub struct DedupReport {
+    /// Pairs scoring at least this are duplicates.
+    pub threshold: f32,
+    /// `doc` or `chunk`.
+    pub level: String,
+    /// Chunk pairs averaged for a document pair.
+    pub top_k: usize,
+    /// Seconds the search took.
+    pub seconds: f64,
+    /// The clusters, best first.
+    pub clusters: Vec<DuplicateCluster>,
 }
 
 /// Two matrix rows and their cosine.
@@ -221,6 +242,37 @@ impl<S: StoreRead> Engine<S> {
         self.clusters(&m, &found)
     }
 
+    /// [`Engine::dedup`] timed and described, with each matching chunk's text if `texts`.
+    pub fn dedup_report(&self, opts: &DedupOptions, texts: bool) -> Result<DedupReport> {
+        let started = std::time::Instant::now();
+        let mut clusters = self.dedup(opts)?;
+        if texts {
+            self.add_match_texts(&mut clusters)?;
+        }
+        Ok(DedupReport {
+            threshold: opts.threshold,
+            level: opts.level.to_string(),
+            top_k: opts.top_k,
+            seconds: started.elapsed().as_secs_f64(),
+            clusters,
+        })
+    }
+
+    /// Fills in the text of every matching chunk (one store read for all of them).
+    pub fn add_match_texts(&self, clusters: &mut [DuplicateCluster]) -> Result<()> {
+        let mut sides: Vec<&mut MatchedChunk> = clusters
+            .iter_mut()
+            .flat_map(|c| c.pairs.iter_mut())
+            .flat_map(|p| p.matches.iter_mut())
+            .flat_map(|m| [&mut m.a, &mut m.b])
+            .collect();
+        let spans: Vec<(DocKey, Span)> = sides.iter().map(|s| (s.doc, s.span)).collect();
+        for (side, text) in sides.iter_mut().zip(self.store.span_texts(&spans)?) {
+            side.text = Some(text);
+        }
+        Ok(())
+    }
+
     /// Groups scored pairs into clusters with document ids and chunk spans.
     fn clusters(&self, m: &VectorMatrix, found: &[Found]) -> Result<Vec<DuplicateCluster>> {
         let ids: Vec<ChunkId> = found
@@ -241,7 +293,12 @@ impl<S: StoreRead> Engine<S> {
             keys.iter().copied().zip(self.store.doc_ids_by_key(&keys)?).collect();
         let side = |row: u32| {
             let id = m.ids[row as usize];
-            MatchedChunk { chunk_id: id, span: spans.get(&id).copied().unwrap_or(Span::new(0, 0)) }
+            MatchedChunk {
+                chunk_id: id,
+                span: spans.get(&id).copied().unwrap_or(Span::new(0, 0)),
+                text: None,
+                doc: m.docs[row as usize],
+            }
         };
         let edges: Vec<(DocKey, DocKey)> = found.iter().map(|f| (f.a, f.b)).collect();
         let mut out: Vec<DuplicateCluster> = components(&edges)

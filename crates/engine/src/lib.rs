@@ -44,12 +44,14 @@ pub use analysis::AnalyzerChoice;
 pub use ckeep_index::Analyzer;
 pub use ckeep_llm::default_cache_path as default_generation_cache;
 pub use ckeep_store::MetadataFilter;
-pub use dedup::{ChunkMatch, DedupOptions, DuplicateCluster, DuplicatePair, MatchedChunk};
+pub use dedup::{
+    ChunkMatch, DedupOptions, DedupReport, DuplicateCluster, DuplicatePair, MatchedChunk,
+};
 pub use dense::{ANN_MIN_VECTORS, VectorIndexBuild};
 pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
-pub use models::{load_model, stored_model};
+pub use models::{ModelSet, load_model, stored_model};
 pub use represent::{ContextParts, Representation, parse_list as parse_representations};
 pub use search::{MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult};
 pub use similar::{

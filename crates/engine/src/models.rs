@@ -1,8 +1,9 @@
 //! Which embedding model a store is searched with, and loading it behind the embedding cache:
 //! one rule for every front end (the CLI, the server, the Python bindings).
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ckeep_embed::{CachedEmbedder, Embedder, EmbeddingCache};
 use ckeep_store::Manifest;
@@ -17,6 +18,33 @@ pub fn load_model(spec: &str, cache: bool) -> ckeep_embed::Result<Arc<dyn Embedd
         None
     };
     Ok(Arc::new(CachedEmbedder::new(model, cache)))
+}
+
+/// Models loaded once each, by spec, and shared: an evaluation or a Python store names the same
+/// model in many places.
+#[derive(Debug)]
+pub struct ModelSet {
+    cache: bool,
+    loaded: Mutex<HashMap<String, Arc<dyn Embedder>>>,
+}
+
+impl ModelSet {
+    /// An empty set whose models use the embedding cache if `cache`.
+    pub fn new(cache: bool) -> Self {
+        Self { cache, loaded: Mutex::new(HashMap::new()) }
+    }
+
+    /// The model `spec`, loaded on first use.
+    pub fn get(&self, spec: &str) -> ckeep_embed::Result<Arc<dyn Embedder>> {
+        // A panic while loading leaves the map as it was: nothing half-inserted.
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(m) = loaded.get(spec) {
+            return Ok(Arc::clone(m));
+        }
+        let m = load_model(spec, self.cache)?;
+        loaded.insert(spec.to_string(), Arc::clone(&m));
+        Ok(m)
+    }
 }
 
 /// The model a store was built with, as a model spec: where it was loaded from when that

@@ -86,6 +86,16 @@ impl PairScorer {
         &self.embedder
     }
 
+    /// How texts are cut.
+    pub fn chunker(&self) -> &ChunkerSpec {
+        &self.chunker
+    }
+
+    /// Chunk pairs averaged.
+    pub fn top_k(&self) -> usize {
+        self.top_k
+    }
+
     /// Chunks and embeds `texts`; all chunks and whole texts go to the model in one call, each
     /// distinct string once. A text without words gets no chunks and zero vectors.
     pub fn embed<'a>(&self, texts: &[&'a str]) -> Result<Vec<EmbeddedText>> {

@@ -370,6 +370,24 @@ pub fn load_fastbook(dir: &Path, split: &str) -> Result<Dataset, Error> {
     })
 }
 
+/// A dataset as `ckeep eval run` takes it: a directory (any layout [`load_dir`] knows, with
+/// `split`), or a documents file and a queries file in the long-document layout, judged by
+/// document or (with `passage_relevance`) by the passage that answers.
+pub fn load(
+    dir: Option<&Path>,
+    split: &str,
+    files: Option<(&Path, &Path)>,
+    passage_relevance: bool,
+) -> Result<Dataset, Error> {
+    match (dir, files) {
+        (Some(dir), None) => load_dir(dir, split),
+        (None, Some((docs, queries))) => load_longdoc_at(docs, queries, passage_relevance),
+        _ => Err(Error::Invalid(
+            "give a dataset directory, or a documents file and a queries file".into(),
+        )),
+    }
+}
+
 /// Finds a dataset's layout in a directory: BEIR if it has `corpus.jsonl`, fastbook-benchmark if
 /// it has `fastbook-benchmark.json`, else long-document files `docs.jsonl` + `queries.jsonl`.
 pub fn load_dir(dir: &Path, split: &str) -> Result<Dataset, Error> {

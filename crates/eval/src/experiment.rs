@@ -12,6 +12,7 @@ use ckeep_text::ChunkerSpec;
 use serde::Serialize;
 
 use crate::dataset::Dataset;
+use crate::metrics::by_metric;
 use crate::{Evaluation, Metric, Run, evaluate, paired_randomization};
 
 /// Permutations of the paired randomisation test.
@@ -59,12 +60,52 @@ pub struct Comparison {
     pub strategies: Vec<StrategyResult>,
 }
 
+impl Comparison {
+    /// What `ckeep eval run --json` prints: the dataset, and per strategy its means and
+    /// p-values by metric, query time and context size; with `per_query`, also every query's
+    /// values per strategy.
+    pub fn to_json(&self, per_query: bool) -> serde_json::Value {
+        let strategies: Vec<serde_json::Value> = self
+            .strategies
+            .iter()
+            .map(|s| {
+                let mut v = serde_json::json!({
+                    "strategy": s.strategy,
+                    "means": by_metric(&self.metrics, &s.evaluation.means),
+                    "p_values": by_metric(&self.metrics, &s.p_values),
+                    "query_seconds": s.query_seconds,
+                    "context_words": s.context_words,
+                    "context_tokens": s.context_tokens,
+                });
+                if per_query {
+                    v["per_query"] = s.evaluation.per_query_json();
+                }
+                v
+            })
+            .collect();
+        serde_json::json!({
+            "dataset": self.dataset, "documents": self.documents, "queries": self.queries,
+            "metrics": self.metrics, "context_k": self.context_k, "token_model": self.token_model,
+            "strategies": strategies,
+        })
+    }
+}
+
 /// Progress reports: `(stage, done, total)`.
 pub type Progress<'a> = &'a mut dyn FnMut(&str, u64, u64);
 
 /// Opens a model named in a strategy (`model=…`).
 pub type ModelLoader<'a> =
     &'a mut dyn FnMut(&str) -> Result<Arc<dyn Embedder>, ckeep_engine::Error>;
+
+/// Gives `model` to every strategy that needs a model and names none (`--model`).
+pub fn default_model(strategies: &mut [Strategy], model: Option<&str>) {
+    for s in strategies {
+        if s.mode.needs_model() && s.model.is_none() {
+            s.model = model.map(str::to_string);
+        }
+    }
+}
 
 /// The index a strategy runs on: its chunker, analyzer and model.
 fn index_key(s: &Strategy) -> String {

@@ -21,6 +21,7 @@ pub mod dataset;
 pub mod experiment;
 mod metrics;
 pub mod pair_file;
+pub mod pair_study;
 pub mod pairs;
 pub mod plots;
 pub mod report;
@@ -28,6 +29,9 @@ mod significance;
 mod trec;
 
 pub use metrics::{Evaluation, Metric, evaluate};
+
+/// The metrics `ckeep eval` reports unless told otherwise.
+pub const DEFAULT_METRICS: &str = "ndcg@10,mrr@10,map,recall@100,p@10";
 pub use significance::{paired_randomization, paired_t_test};
 pub use trec::{Qrels, Run};
 
@@ -51,6 +55,9 @@ pub enum Error {
         /// `(line, message)`.
         problems: Vec<(usize, String)>,
     },
+    /// The request itself is wrong (a missing or conflicting argument).
+    #[error("{0}")]
+    Invalid(String),
     /// A metric name could not be parsed.
     #[error(
         "unknown metric `{0}`; expected ndcg@K, mrr[@K], map[@K], recall@K, p@K, hit@K or contain@K"

@@ -195,6 +195,44 @@ pub struct Evaluation {
     pub missing_from_run: Vec<String>,
 }
 
+/// `{"metric": value, …}` for values given in the order of `metrics`.
+pub(crate) fn by_metric<T: Serialize>(metrics: &[String], values: &[T]) -> serde_json::Value {
+    metrics
+        .iter()
+        .zip(values)
+        .map(|(m, v)| (m.clone(), serde_json::json!(v)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+impl Evaluation {
+    /// Each query's values by metric: `{"qid": {"ndcg@10": …}, …}`.
+    pub fn per_query_json(&self) -> serde_json::Value {
+        self.queries
+            .iter()
+            .zip(&self.per_query)
+            .map(|(q, vals)| (q.clone(), by_metric(&self.metrics, vals)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
+    /// What `ckeep eval metrics --json` prints: query count, the metrics in the order asked,
+    /// means by metric, the judged queries missing from the run, and with `per_query` every
+    /// query's values.
+    pub fn to_json(&self, per_query: bool) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "queries": self.queries.len(),
+            "metrics": self.metrics,
+            "means": by_metric(&self.metrics, &self.means),
+            "missing_from_run": self.missing_from_run,
+        });
+        if per_query {
+            v["per_query"] = self.per_query_json();
+        }
+        v
+    }
+}
+
 /// Scores `run` against `qrels`.
 pub fn evaluate(qrels: &Qrels, run: &Run, metrics: &[Metric]) -> Evaluation {
     let mut queries = Vec::new();

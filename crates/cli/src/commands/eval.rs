@@ -2,10 +2,7 @@
 
 use std::process::ExitCode;
 
-use std::sync::Arc;
-
 use anyhow::{Context, bail};
-use ckeep_embed::Embedder;
 use ckeep_eval::experiment::Comparison;
 use ckeep_eval::{Metric, Qrels, Run, dataset, evaluate, experiment, report};
 
@@ -33,15 +30,7 @@ fn metrics(args: &EvalMetricsArgs, out: &Output) -> anyhow::Result<ExitCode> {
         ));
     }
     if out.json {
-        let mut v = serde_json::json!({
-            "queries": eval.queries.len(),
-            "means": by_metric(&eval.metrics, &eval.means),
-            "missing_from_run": eval.missing_from_run,
-        });
-        if args.per_query {
-            v["per_query"] = per_query_json(&eval);
-        }
-        out.print_json(&v)?;
+        out.print_json(&eval.to_json(args.per_query))?;
         return Ok(ExitCode::SUCCESS);
     }
     for (m, v) in eval.metrics.iter().zip(&eval.means) {
@@ -57,33 +46,10 @@ fn metrics(args: &EvalMetricsArgs, out: &Output) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn per_query_json(eval: &ckeep_eval::Evaluation) -> serde_json::Value {
-    eval.queries
-        .iter()
-        .zip(&eval.per_query)
-        .map(|(q, vals)| (q.clone(), by_metric(&eval.metrics, vals)))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
-}
-
-/// `{"metric": value, …}` for values given in the order of `metrics`.
-fn by_metric<T: serde::Serialize>(metrics: &[String], values: &[T]) -> serde_json::Value {
-    metrics
-        .iter()
-        .zip(values)
-        .map(|(m, v)| (m.clone(), serde_json::json!(v)))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
-}
-
 fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
-    let data = match (&args.dataset, &args.docs, &args.queries) {
-        (Some(dir), None, None) => dataset::load_dir(dir, &args.split)?,
-        (None, Some(docs), Some(queries)) => {
-            dataset::load_longdoc_at(docs, queries, args.relevance == "passage")?
-        }
-        _ => bail!(crate::UsageError("give --dataset DIR, or both --docs and --queries".into())),
-    };
+    let files = args.docs.as_deref().zip(args.queries.as_deref());
+    let data =
+        dataset::load(args.dataset.as_deref(), &args.split, files, args.relevance == "passage")?;
     if data.queries.is_empty() {
         bail!("{} has no judged queries", data.name);
     }
@@ -109,27 +75,9 @@ fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::R
         bar.set_position(done);
     };
     let mut strategies = args.strategies.clone();
-    for s in &mut strategies {
-        if s.mode.needs_model() && s.model.is_none() {
-            s.model.clone_from(&args.model);
-        }
-    }
-    // Each model is loaded once, however many strategies name it.
-    let mut loaded: std::collections::HashMap<String, Arc<dyn Embedder>> =
-        std::collections::HashMap::new();
-    let mut models = |spec: &str| -> Result<Arc<dyn Embedder>, ckeep_engine::Error> {
-        if let Some(m) = loaded.get(spec) {
-            return Ok(Arc::clone(m));
-        }
-        let m = super::load_model(spec, no_cache).map_err(|e| {
-            match e.downcast::<ckeep_embed::Error>() {
-                Ok(e) => ckeep_engine::Error::Embed(e),
-                Err(e) => ckeep_engine::Error::Invalid(format!("{e:#}")),
-            }
-        })?;
-        loaded.insert(spec.to_string(), Arc::clone(&m));
-        Ok(m)
-    };
+    experiment::default_model(&mut strategies, args.model.as_deref());
+    let loaded = ckeep_engine::ModelSet::new(!no_cache);
+    let mut models = |spec: &str| loaded.get(spec).map_err(ckeep_engine::Error::Embed);
     let tokens = match args.count_tokens.as_deref() {
         None | Some("none") => None,
         Some(spec) => match ckeep_embed::TokenCounter::load(spec) {
@@ -161,21 +109,7 @@ fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::R
 
 fn print_comparison(c: &Comparison, out: &Output) -> anyhow::Result<()> {
     if out.json {
-        let strategies: Vec<serde_json::Value> = c
-            .strategies
-            .iter()
-            .map(|s| {
-                serde_json::json!({
-                    "strategy": s.strategy,
-                    "means": by_metric(&c.metrics, &s.evaluation.means),
-                    "p_values": by_metric(&c.metrics, &s.p_values),
-                    "query_seconds": s.query_seconds,
-                    "context_words": s.context_words,
-                    "context_tokens": s.context_tokens,
-                })
-            })
-            .collect();
-        out.print_json(&serde_json::json!({"dataset": c.dataset, "documents": c.documents, "queries": c.queries, "metrics": c.metrics, "context_k": c.context_k, "token_model": c.token_model, "strategies": strategies}))?;
+        out.print_json(&c.to_json(false))?;
     } else {
         outln!("{} — {} documents, {} queries", c.dataset, c.documents, c.queries);
         outln!("{}", report::markdown_table(c));
