@@ -33,18 +33,37 @@ from ._ckeep import Store as _NativeStore
 if TYPE_CHECKING:
     import numpy
 
+from . import eval
+from ._similarity import (
+    ChunkPairMatch,
+    MatchSide,
+    PairResult,
+    PairStudy,
+    Similarity,
+    pairs,
+    similar,
+)
+
 __all__ = [
     "Chunk",
+    "ChunkPairMatch",
     "CkeepError",
     "Embedder",
+    "MatchSide",
     "ModelError",
+    "PairResult",
+    "PairStudy",
     "Result",
     "ResultChunk",
+    "Similarity",
     "Span",
     "Store",
     "StoreError",
     "UsageError",
     "__version__",
+    "eval",
+    "pairs",
+    "similar",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -284,6 +303,15 @@ class Store:
     def stats(self) -> dict[str, Any]:
         """``ckeep stats --json``: the manifest (chunker, analyzer, model) and the counts."""
         return json.loads(self._native.stats())
+
+    def dedup(self, *, threshold: float = 0.9, level: str = "doc", top_k: int = 3,
+              neighbours: int = 10, explain: bool = False) -> dict[str, Any]:
+        """Near-duplicate clusters (``ckeep dedup --json``): document pairs whose top-``k``
+        chunk pairs average at least ``threshold`` (``level="chunk"``: single chunk pairs),
+        each with the matching chunks' spans, and their ``text`` with ``explain``. Needs a
+        store built with a model."""
+        return json.loads(self._native.dedup(threshold=threshold, level=level, top_k=top_k,
+                                             neighbours=neighbours, explain=explain))
 
     def check(self) -> dict[str, Any]:
         """``ckeep check --json``: ``ok`` and a report of every span, parent and count."""

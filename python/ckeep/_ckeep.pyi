@@ -1,5 +1,5 @@
 # Types of the native module; the documented API is ckeep/__init__.py.
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy
 import numpy.typing
@@ -28,6 +28,8 @@ class Store:
     def chunks(self, doc_id: str) -> str: ...
     def remove(self, ids: list[str]) -> int: ...
     def stats(self) -> str: ...
+    def dedup(self, *, threshold: float = 0.9, level: str = "doc", top_k: int = 3,
+              neighbours: int = 10, explain: bool = False) -> str: ...
     def check(self) -> str: ...
 
 class Embedder:
@@ -35,3 +37,23 @@ class Embedder:
     @property
     def info(self) -> str: ...
     def embed(self, texts: list[str], *, kind: str = "passage") -> numpy.typing.NDArray[numpy.float32]: ...
+
+Progress = Optional[Callable[[str, int, int], Any]]
+Pairs = Optional[list[tuple[str, str, bool]]]
+
+def similar(a: str, b: str, *, files: bool = False, model: str, chunker: str, top_k: int,
+            threshold: float, explain: bool = False, cache: bool = True) -> str: ...
+def pairs(*, file: Optional[str] = None, pairs: Pairs = None, format: Optional[str] = None,
+          columns: Optional[str] = None, calibrate_file: Optional[str] = None,
+          calibrate_pairs: Pairs = None, calibrate_split: Optional[float] = None,
+          sample: Optional[int] = None, seed: int = 42, model: str, chunker: str, top_k: int,
+          threshold: float, cache: bool = True, progress: Progress = None) -> str: ...
+def eval_run(*, dataset: Optional[str] = None, split: str = "test", docs: Optional[str] = None,
+             queries: Optional[str] = None, relevance: str = "doc", strategies: list[str],
+             metrics: Optional[str] = None, model: Optional[str] = None,
+             work_dir: Optional[str] = None, report_dir: Optional[str] = None,
+             count_tokens: Optional[str] = None, cache: bool = True,
+             progress: Progress = None) -> str: ...
+def eval_metrics(*, qrels_path: Optional[str] = None, qrels_text: Optional[str] = None,
+                 run_path: Optional[str] = None, run_text: Optional[str] = None,
+                 metrics: Optional[str] = None, per_query: bool = False) -> str: ...

@@ -46,6 +46,8 @@ pub fn to_py(err: &anyhow::Error) -> PyErr {
             Some(e.is_user_error())
         } else if let Some(e) = cause.downcast_ref::<ckeep_text::Error>() {
             Some(e.is_user_error())
+        } else if let Some(e) = cause.downcast_ref::<ckeep_eval::Error>() {
+            Some(e.is_user_error())
         } else {
             cause.downcast_ref::<ckeep_store::Error>().map(ckeep_store::Error::is_user_error)
         };

@@ -9,7 +9,10 @@
 
 mod embedder;
 mod errors;
+mod evaluate;
+mod progress;
 mod store;
+mod study;
 
 use pyo3::prelude::*;
 
@@ -26,5 +29,15 @@ fn _ckeep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ModelError", py.get_type::<ModelError>())?;
     m.add_class::<store::Store>()?;
     m.add_class::<embedder::Embedder>()?;
+    m.add_function(wrap_pyfunction!(study::similar, m)?)?;
+    m.add_function(wrap_pyfunction!(study::pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate::eval_run, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate::eval_metrics, m)?)?;
     Ok(())
+}
+
+/// A byte span of `text` counted in characters, as Python strings index.
+pub(crate) fn char_span(text: &str, start: usize, end: usize) -> [usize; 2] {
+    let before = text.get(..start).map_or(0, |t| t.chars().count());
+    [before, before + text.get(start..end).map_or(0, |t| t.chars().count())]
 }

@@ -9,7 +9,8 @@ use anyhow::{Context, anyhow, bail};
 use ckeep_core::Document;
 use ckeep_embed::Embedder;
 use ckeep_engine::{
-    AnalyzerChoice, Engine, MetadataFilter, SearchRequest, Strategy, StrategyOverrides,
+    AnalyzerChoice, DedupOptions, Engine, MetadataFilter, ModelSet, SearchRequest, Strategy,
+    StrategyOverrides,
 };
 use ckeep_store::{DynStore, StoreRead, StoreWrite};
 use ckeep_text::{ChunkerSpec, LoadOptions, Loader};
@@ -33,8 +34,8 @@ pub struct Store {
     writer: Mutex<Option<Eng>>,
     /// Idle readers, each with its own connection.
     readers: Mutex<Vec<Eng>>,
-    /// Loaded models by spec, shared by the writer and every reader.
-    models: Mutex<HashMap<String, Arc<dyn Embedder>>>,
+    /// Loaded models, shared by the writer and every reader.
+    models: ModelSet,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -77,13 +78,7 @@ impl Store {
 
     /// A loaded model by spec (loaded once per store object).
     fn model(&self, spec: &str) -> anyhow::Result<Arc<dyn Embedder>> {
-        let mut models = lock(&self.models);
-        if let Some(m) = models.get(spec) {
-            return Ok(Arc::clone(m));
-        }
-        let m = ckeep_engine::load_model(spec, self.cache)?;
-        models.insert(spec.to_string(), Arc::clone(&m));
-        Ok(m)
+        Ok(self.models.get(spec)?)
     }
 
     /// The model to use: the one asked for, else the store object's, else the store's own.
@@ -168,7 +163,7 @@ impl Store {
             cache,
             writer: Mutex::new(None),
             readers: Mutex::new(Vec::new()),
-            models: Mutex::new(HashMap::new()),
+            models: ModelSet::new(cache),
         }
     }
 
@@ -367,6 +362,29 @@ impl Store {
         })
     }
 
+    /// Near-duplicate clusters of the store: `ckeep dedup --json`.
+    #[pyo3(signature = (*, threshold=0.9, level="doc".to_string(), top_k=3, neighbours=10, explain=false))]
+    fn dedup(
+        &self,
+        py: Python<'_>,
+        threshold: f32,
+        level: String,
+        top_k: usize,
+        neighbours: usize,
+        explain: bool,
+    ) -> PyResult<String> {
+        detached(py, || {
+            let level = parse("level", Some(&level))?.unwrap_or_default();
+            let opts = DedupOptions { threshold, level, top_k, neighbours };
+            let reader = self.take_reader()?;
+            let report = reader.dedup_report(&opts, explain);
+            let out =
+                report.map_err(anyhow::Error::from).and_then(|r| Ok(serde_json::to_string(&r)?));
+            lock(&self.readers).push(reader);
+            out
+        })
+    }
+
     /// `ckeep check --json`.
     fn check(&self, py: Python<'_>) -> PyResult<String> {
         detached(py, || {
@@ -396,14 +414,8 @@ fn with_char_spans(engine: &Eng, res: &ckeep_engine::SearchResponse) -> anyhow::
             texts.insert(&r.doc_id, doc.document.text);
         }
         let text = &texts[r.doc_id.as_str()];
-        let chars: Vec<[usize; 2]> = r
-            .spans
-            .iter()
-            .map(|s| {
-                let start = text[..s.start].chars().count();
-                [start, start + text[s.start..s.end].chars().count()]
-            })
-            .collect();
+        let chars: Vec<[usize; 2]> =
+            r.spans.iter().map(|s| crate::char_span(text, s.start, s.end)).collect();
         out["char_spans"] = json!(chars);
     }
     Ok(value.to_string())
