@@ -33,3 +33,5 @@ cargo test --workspace --exclude ckeep-python --lib --bins --tests -- --include-
 cargo test --workspace --exclude ckeep-python --doc
 # The Python package, on a module built from the same artifacts.
 bash scripts/test_python.sh
+# The playground in headless Chromium against a real `ckeep serve` (same binary and venv).
+bash scripts/test_browser.sh

@@ -11,12 +11,14 @@
 //! - The API is described at `/openapi.json`; every answer carries an `x-request-id`, each
 //!   request is logged through `tracing`, and `/metrics` serves Prometheus metrics
 //!   ([`observe`]).
+//! - `/` serves the playground, a web page over the same API (see `ui`).
 
 pub mod batch;
 pub mod error;
 mod json;
 pub mod observe;
 mod routes;
+mod ui;
 pub mod workers;
 
 use std::net::SocketAddr;
@@ -32,6 +34,7 @@ use ckeep_store::{DynStore, SqliteStore};
 
 pub use error::ApiError;
 pub use routes::{OPENAPI, ROUTES};
+pub use ui::CONTENT_SECURITY_POLICY;
 
 use crate::batch::BatchingEmbedder;
 use crate::workers::Workers;

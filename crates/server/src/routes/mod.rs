@@ -50,6 +50,8 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/openapi.json", get(openapi))
+        .route("/", get(crate::ui::index))
+        .route("/ui/{file}", get(crate::ui::asset))
         .merge(authed)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
