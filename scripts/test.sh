@@ -35,3 +35,5 @@ cargo test --workspace --exclude ckeep-python --doc
 bash scripts/test_python.sh
 # The playground in headless Chromium against a real `ckeep serve` (same binary and venv).
 bash scripts/test_browser.sh
+# `ckeep mcp` through a real MCP client (same binary and venv).
+bash scripts/test_mcp.sh

@@ -10,8 +10,6 @@ if ! command -v chromium > /dev/null || ! command -v chromedriver > /dev/null; t
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver > /dev/null
 fi
 cargo build --quiet -p ckeep
-venv=target/python-venv
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -c "import pytest, selenium" 2>/dev/null \
-  || "$venv/bin/pip" install --quiet "pytest>=7" "selenium>=4.10"
+source scripts/test_venv.sh
+test_venv "pytest, selenium" -- "pytest>=7" "selenium>=4.10"
 CKEEP_BIN="$PWD/target/debug/ckeep" "$venv/bin/python" -m pytest -q tests/browser "$@"

@@ -10,10 +10,8 @@ cd "$(dirname "$0")/.."
 cargo build --quiet -p ckeep
 # As maturin builds it: an extension module, whose Python symbols the interpreter provides.
 PYO3_BUILD_EXTENSION_MODULE=1 cargo build --quiet -p ckeep-python
-venv=target/python-venv
-if ! "$venv/bin/python" -c "import numpy, pandas, pytest, langchain_core, llama_index.core" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet "numpy>=1.21" "pandas>=1.5" "pytest>=7" "langchain-core>=0.3" "llama-index-core>=0.12"
-fi
+source scripts/test_venv.sh
+test_venv "numpy, pandas, pytest, langchain_core, llama_index.core" -- \
+  "numpy>=1.21" "pandas>=1.5" "pytest>=7" "langchain-core>=0.3" "llama-index-core>=0.12"
 cp target/debug/lib_ckeep.so python/ckeep/_ckeep.abi3.so
 CKEEP_BIN="$PWD/target/debug/ckeep" PYTHONPATH="$PWD/python" "$venv/bin/python" -m pytest -q python/tests "$@"

@@ -105,6 +105,30 @@ pub enum Command {
     /// flight finish and waits for the last write to commit. The store is created if missing.
     #[cfg(feature = "server")]
     Serve(ServeArgs),
+    /// Serve the store to AI agents over the Model Context Protocol (stdio).
+    ///
+    /// Tools: search (query, k, mode, level, expand, filter), show (a document, chosen spans of
+    /// it, or its chunks) and similar (two texts); with --allow-write also add (a text, or a
+    /// file or folder). Results carry doc ids, byte spans and text. stdout carries the
+    /// protocol; logs go to stderr. Register it with an agent as the command
+    /// `ckeep --store DIR mcp`.
+    #[cfg(feature = "server")]
+    Mcp(McpArgs),
+}
+
+#[cfg(feature = "server")]
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Offer the `add` tool, so the agent can store texts and files (the store is created if
+    /// missing). Without it the agent can only read.
+    #[arg(long)]
+    pub allow_write: bool,
+    /// The embedding model (default: the one the store was built with; none: BM25 only).
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
+    /// Seconds a tool call may run before it is answered with a timeout error.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
 }
 
 #[cfg(feature = "server")]

@@ -95,5 +95,7 @@ fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
         Command::Dedup(a) => commands::dedup::run(store, a, out),
         #[cfg(feature = "server")]
         Command::Serve(a) => commands::serve::run(store, a, cli.global.no_cache, out),
+        #[cfg(feature = "server")]
+        Command::Mcp(a) => commands::mcp::run(store, a, cli.global.no_cache, out),
     }
 }

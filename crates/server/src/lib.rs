@@ -12,10 +12,12 @@
 //!   request is logged through `tracing`, and `/metrics` serves Prometheus metrics
 //!   ([`observe`]).
 //! - `/` serves the playground, a web page over the same API (see `ui`).
+//! - [`mcp`] offers the same search, reads and writes as Model Context Protocol tools.
 
 pub mod batch;
 pub mod error;
 mod json;
+pub mod mcp;
 pub mod observe;
 mod routes;
 mod ui;
@@ -184,7 +186,7 @@ impl AppState {
         self.batching.as_ref().map(|b| b.calls())
     }
 
-    fn wrote(&self) {
+    pub(crate) fn wrote(&self) {
         self.writes.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -204,6 +206,21 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// Rebuilds the HNSW graph every `index_interval` while writes come in, until aborted.
+    pub(crate) fn spawn_indexer(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let state = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(state.config.index_interval).await;
+                if let Err(e) = state.refresh_index().await {
+                    tracing::warn!(error = %e.message, "vector index not rebuilt");
+                }
+            }
+        })
+    }
+}
+
 /// The whole API.
 pub fn router(state: Arc<AppState>) -> Router {
     routes::router(state)
@@ -216,17 +233,7 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let indexer = {
-        let state = Arc::clone(&state);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(state.config.index_interval).await;
-                if let Err(e) = state.refresh_index().await {
-                    tracing::warn!(error = %e.message, "vector index not rebuilt");
-                }
-            }
-        })
-    };
+    let indexer = state.spawn_indexer();
     let app = router(Arc::clone(&state)).into_make_service_with_connect_info::<SocketAddr>();
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     indexer.abort();

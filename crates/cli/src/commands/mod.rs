@@ -5,6 +5,8 @@ pub mod admin;
 pub mod dedup;
 pub mod embed;
 pub mod eval;
+#[cfg(feature = "server")]
+pub mod mcp;
 pub mod model;
 pub mod pairs;
 pub mod search;

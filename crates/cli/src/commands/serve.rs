@@ -13,7 +13,7 @@ use crate::UsageError;
 use crate::args::ServeArgs;
 use crate::output::Output;
 
-fn seconds(name: &str, s: f64) -> anyhow::Result<Duration> {
+pub fn seconds(name: &str, s: f64) -> anyhow::Result<Duration> {
     Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
         anyhow::Error::new(UsageError(format!("--{name} must be a positive number of seconds")))
     })
@@ -30,7 +30,7 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
 }
 
 /// Structured logs on stderr, filtered by `CKEEP_LOG` (`info` when unset; `warn` with `--quiet`).
-fn init_logging(format: &str, quiet: bool) -> anyhow::Result<()> {
+pub fn init_logging(format: &str, quiet: bool) -> anyhow::Result<()> {
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("CKEEP_LOG") {
         Ok(spec) => EnvFilter::try_new(&spec).map_err(|e| {
@@ -42,6 +42,19 @@ fn init_logging(format: &str, quiet: bool) -> anyhow::Result<()> {
     // Fails only if a subscriber is already set (a second serve in one process): keep that one.
     let _ = if format == "json" { logs.json().try_init() } else { logs.try_init() };
     Ok(())
+}
+
+/// The model a server over `store` answers with: the flag's, else the one the store was built
+/// with (none for a new store).
+pub fn model_for(store: &str, flag: Option<&str>) -> anyhow::Result<Option<String>> {
+    Ok(match flag {
+        Some(m) => Some(m.to_string()),
+        None => match ckeep_store::open(store) {
+            Ok(s) => super::stored_model(&s.manifest()?),
+            Err(ckeep_store::Error::NotFound { .. }) => None,
+            Err(e) => return Err(e.into()),
+        },
+    })
 }
 
 pub fn run(
@@ -79,15 +92,7 @@ pub fn run(
             args.addr
         ));
     }
-    // The model: the flag's, else the store's.
-    let model = match &args.model {
-        Some(m) => Some(m.clone()),
-        None => match ckeep_store::open(store) {
-            Ok(s) => super::stored_model(&s.manifest()?),
-            Err(ckeep_store::Error::NotFound { .. }) => None,
-            Err(e) => return Err(e.into()),
-        },
-    };
+    let model = model_for(store, args.model.as_deref())?;
     let embedder = model.as_deref().map(|m| super::load_model(m, no_cache)).transpose()?;
     let state = AppState::open(store, embedder, config).map_err(|e| anyhow::anyhow!(e.message))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

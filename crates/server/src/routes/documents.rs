@@ -36,14 +36,14 @@ const MAX_LIST: usize = 10_000;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewDocument {
-    id: String,
-    text: String,
+    pub(crate) id: String,
+    pub(crate) text: String,
     #[serde(default)]
-    title: String,
+    pub(crate) title: String,
     #[serde(default)]
-    metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    pub(crate) metadata: Option<serde_json::Map<String, serde_json::Value>>,
     #[serde(default)]
-    source: Option<String>,
+    pub(crate) source: Option<String>,
 }
 
 /// `POST /documents`: several documents and the chunker (which must be the store's once it
@@ -80,7 +80,7 @@ struct AddResponse {
 }
 
 impl NewDocument {
-    fn into_document(self, index: usize) -> Result<Document, ApiError> {
+    pub(crate) fn into_document(self, index: usize) -> Result<Document, ApiError> {
         let at = |m: &str| ApiError::invalid(format!("documents[{index}]: {m}"));
         if self.id.is_empty() || self.id.len() > MAX_ID_BYTES {
             return Err(at(&format!("`id` must have 1 to {MAX_ID_BYTES} bytes")));
@@ -143,7 +143,7 @@ pub(crate) async fn add(
     if let Some(d) = docs.iter().find(|d| !seen.insert(d.id.clone())) {
         return Err(ApiError::invalid(format!("document id `{}` appears twice", d.id)));
     }
-    ingest(&state, docs, batch.chunker).await
+    ingest(&state, docs, batch.chunker).await.map(Json)
 }
 
 /// `PUT /documents/{id}`.
@@ -160,16 +160,16 @@ pub(crate) async fn put(
         source: body.source,
     }
     .into_document(0)?;
-    ingest(&state, vec![doc], body.chunker).await
+    ingest(&state, vec![doc], body.chunker).await.map(Json)
 }
 
 /// Chunks, embeds and stores `docs` on the writer: one transaction per batch, acknowledged
-/// only once committed.
-async fn ingest(
-    state: &Arc<AppState>,
+/// only once committed. Every front end (HTTP and MCP) adds through here.
+pub(crate) async fn ingest(
+    state: &AppState,
     docs: Vec<Document>,
     chunker: Option<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<serde_json::Value, ApiError> {
     let chunker: Option<ChunkerSpec> = chunker
         .map(|c| c.parse().map_err(|e: ckeep_text::Error| ApiError::invalid(e.to_string())))
         .transpose()?;
@@ -190,7 +190,7 @@ async fn ingest(
         .await?;
     state.wrote();
     let out = AddResponse { ids, chunker: chunker.to_string(), report };
-    serde_json::to_value(out).map(Json).map_err(|e| ApiError::internal(e.to_string()))
+    serde_json::to_value(out).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// `GET /documents/{id}` options.
@@ -214,6 +214,17 @@ pub(crate) async fn get(
     let id = doc_id(id)?;
     let Query(options) = options.map_err(|e| ApiError::invalid(e.body_text()))?;
     let spans = options.spans.as_deref().map(parse_spans).transpose()?;
+    read_document(&state, id, options.chunks, spans).await.map(Json)
+}
+
+/// A stored document described, with its whole text, chosen spans of it (each checked to lie
+/// inside the text at character boundaries), or its chunks; for every front end.
+pub(crate) async fn read_document(
+    state: &AppState,
+    id: String,
+    with_chunks: bool,
+    spans: Option<Vec<Span>>,
+) -> Result<serde_json::Value, ApiError> {
     let (doc, chunks) = state
         .workers
         .read(move |e| {
@@ -223,7 +234,7 @@ pub(crate) async fn get(
             let doc = store.document(&id)?.ok_or_else(|| {
                 ApiError::new("not_found", format!("no document `{id}` in the store"))
             })?;
-            let chunks = if options.chunks { Some(store.chunks_of(&id)?) } else { None };
+            let chunks = if with_chunks { Some(store.chunks_of(&id)?) } else { None };
             Ok((doc, chunks))
         })
         .await?;
@@ -258,7 +269,7 @@ pub(crate) async fn get(
     } else {
         value["text"] = text.as_str().into();
     }
-    Ok(Json(value))
+    Ok(value)
 }
 
 fn parse_spans(list: &str) -> Result<Vec<Span>, ApiError> {

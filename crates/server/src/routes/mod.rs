@@ -1,7 +1,7 @@
 //! The routes, authentication and the small read-only endpoints.
 
-mod documents;
-mod query;
+pub(crate) mod documents;
+pub(crate) mod query;
 
 use std::sync::Arc;
 

@@ -15,32 +15,32 @@ use crate::json::JsonBody;
 
 /// `POST /search`: every option of `ckeep search`. `strategy` is a whole spec; the fields
 /// beside it override its parts.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SearchBody {
-    query: String,
+    pub(crate) query: String,
     #[serde(default)]
-    strategy: Option<String>,
+    pub(crate) strategy: Option<String>,
     #[serde(default)]
-    k: Option<u64>,
+    pub(crate) k: Option<u64>,
     #[serde(default)]
-    mode: Option<String>,
+    pub(crate) mode: Option<String>,
     #[serde(default)]
-    level: Option<String>,
+    pub(crate) level: Option<String>,
     #[serde(default, alias = "aggregate")]
-    agg: Option<String>,
+    pub(crate) agg: Option<String>,
     #[serde(default)]
-    expand: Option<String>,
+    pub(crate) expand: Option<String>,
     #[serde(default)]
-    repr: Option<String>,
+    pub(crate) repr: Option<String>,
     #[serde(default)]
-    summarizer: Option<String>,
+    pub(crate) summarizer: Option<String>,
     #[serde(default)]
-    exact: Option<bool>,
+    pub(crate) exact: Option<bool>,
     #[serde(default)]
-    explain: bool,
+    pub(crate) explain: bool,
     #[serde(default)]
-    filter: Option<MetadataFilter>,
+    pub(crate) filter: Option<MetadataFilter>,
 }
 
 fn field<T>(name: &str, value: Option<&str>) -> Result<Option<T>, ApiError>
@@ -99,26 +99,33 @@ pub(crate) async fn search(
     State(state): State<Arc<AppState>>,
     JsonBody(body): JsonBody<SearchBody>,
 ) -> Result<Json<SearchResponse>, ApiError> {
+    run_search(&state, body).await.map(Json)
+}
+
+/// A search on a reader, for every front end (HTTP and MCP).
+pub(crate) async fn run_search(
+    state: &AppState,
+    body: SearchBody,
+) -> Result<SearchResponse, ApiError> {
     let req = body.into_request(&state.config.limits)?;
-    let res = state.workers.read(move |e| Ok(e.search(&req)?)).await?;
-    Ok(Json(res))
+    state.workers.read(move |e| Ok(e.search(&req)?)).await
 }
 
 /// `POST /similar`: two texts compared by the mean of their top-k most similar chunk pairs,
 /// with the server's model.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SimilarBody {
-    a: String,
-    b: String,
+    pub(crate) a: String,
+    pub(crate) b: String,
     #[serde(default)]
-    chunker: Option<String>,
+    pub(crate) chunker: Option<String>,
     #[serde(default)]
-    top_k: Option<usize>,
+    pub(crate) top_k: Option<usize>,
     #[serde(default)]
-    threshold: Option<f64>,
+    pub(crate) threshold: Option<f64>,
     #[serde(default)]
-    explain: bool,
+    pub(crate) explain: bool,
 }
 
 /// Most chunk pairs averaged.
@@ -129,6 +136,14 @@ pub(crate) async fn similar(
     State(state): State<Arc<AppState>>,
     JsonBody(body): JsonBody<SimilarBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    run_similar(&state, body).await.map(Json)
+}
+
+/// A pair comparison with the server's model, for every front end (HTTP and MCP).
+pub(crate) async fn run_similar(
+    state: &AppState,
+    body: SimilarBody,
+) -> Result<serde_json::Value, ApiError> {
     let Some(model) = state.embedder.clone() else {
         return Err(ApiError::invalid(
             "pair similarity needs an embedding model; start the server with --model",
@@ -152,9 +167,5 @@ pub(crate) async fn similar(
         return Err(ApiError::invalid("`threshold` must be between -1 and 1"));
     }
     let scorer = PairScorer::new(model, chunker, top_k)?;
-    let value = state
-        .workers
-        .read(move |_| Ok(scorer.report(&body.a, &body.b, threshold, body.explain)?))
-        .await?;
-    Ok(Json(value))
+    state.workers.read(move |_| Ok(scorer.report(&body.a, &body.b, threshold, body.explain)?)).await
 }

@@ -1,0 +1,45 @@
+//! `ckeep mcp`: the store as Model Context Protocol tools over stdio, for agents.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ckeep_server::mcp::McpOptions;
+use ckeep_server::{AppState, Limits, ServerConfig};
+
+use super::serve::{init_logging, model_for, seconds};
+use crate::args::McpArgs;
+use crate::output::Output;
+
+/// Readers for one agent: its calls come one or a few at a time.
+const READERS: usize = 2;
+
+pub fn run(store: &str, args: &McpArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
+    // Logs on stderr (warnings unless CKEEP_LOG says otherwise); stdout is the protocol's.
+    init_logging("text", true)?;
+    if !args.allow_write {
+        // A reader must not create the store it was pointed at by mistake.
+        ckeep_store::open(store)?;
+    }
+    let model = model_for(store, args.model.as_deref())?;
+    let embedder = model.as_deref().map(|m| super::load_model(m, no_cache)).transpose()?;
+    let config = ServerConfig {
+        limits: Limits { read_timeout: seconds("timeout", args.timeout)?, ..Limits::default() },
+        readers: READERS,
+        ..ServerConfig::default()
+    };
+    let state = AppState::open(store, embedder, config).map_err(|e| anyhow::anyhow!(e.message))?;
+    out.note(format!(
+        "ckeep mcp: serving store {store} over stdio (model {}, {}); close stdin to stop",
+        model.as_deref().unwrap_or("none: BM25 only"),
+        if args.allow_write { "read and write" } else { "read-only" }
+    ));
+    let options = McpOptions { allow_write: args.allow_write, allow_paths: true };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime
+        .block_on(ckeep_server::mcp::serve_stdio(state, options))
+        .context("serving MCP over stdio")?;
+    Ok(ExitCode::SUCCESS)
+}

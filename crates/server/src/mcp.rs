@@ -1,0 +1,324 @@
+//! The Model Context Protocol server: the store as tools an agent can call (`ckeep mcp`, over
+//! stdio).
+//!
+//! The tools run the HTTP API's own code on the same workers ([`crate::routes`]), so a search
+//! an agent makes is the search `POST /search` makes: same strategies, limits and errors.
+//! Results are JSON (as text and as structured content) carrying doc ids, byte spans and text.
+//! Mistakes in a call come back as tool errors the agent can read and correct, not as
+//! protocol failures.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ckeep_core::Span;
+use ckeep_engine::MetadataFilter;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::routes::documents::{self, NewDocument};
+use crate::routes::query::{self, SearchBody, SimilarBody};
+
+/// What an MCP session may do.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct McpOptions {
+    /// Offer the `add` tool.
+    pub allow_write: bool,
+    /// Let `add` read files and folders on this machine (stdio: the agent runs as the user;
+    /// never over HTTP, where the caller is someone else).
+    pub allow_paths: bool,
+}
+
+/// `search`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchParams {
+    /// What to look for, in any language.
+    query: String,
+    /// How many results (default 10).
+    #[serde(default)]
+    k: Option<u64>,
+    /// `bm25` (words), `dense` (meaning, needs the store's model) or `hybrid` (both fused).
+    /// Default: the store's default strategy.
+    #[serde(default)]
+    mode: Option<String>,
+    /// `chunk` for the best passages, `doc` for whole documents ranked by their chunks.
+    #[serde(default)]
+    level: Option<String>,
+    /// Context handed back around each hit: `none`, `window:W` (W sentences on each side),
+    /// `parent` (the enclosing section), `doc` (the whole document) or `merge:R`.
+    #[serde(default)]
+    expand: Option<String>,
+    /// Only documents whose metadata has these values, e.g. `{"lang": "zh"}`; a list value
+    /// means any of.
+    #[serde(default)]
+    filter: Option<serde_json::Map<String, serde_json::Value>>,
+    /// A whole strategy spec (e.g. `mode=hybrid,level=doc,agg=mean:3`); the fields above
+    /// override its parts.
+    #[serde(default)]
+    strategy: Option<String>,
+    /// Also say why each result ranks where it does (matched terms, cosine, fused score).
+    #[serde(default)]
+    explain: bool,
+}
+
+/// `show`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShowParams {
+    /// The document's id (`doc_id` in search results).
+    id: String,
+    /// Only these byte spans of its text, each `[start, end]` (e.g. the `spans` of a search
+    /// result); default: the whole text.
+    #[serde(default)]
+    spans: Option<Vec<(usize, usize)>>,
+    /// List the document's chunks with their spans, heading paths and text instead.
+    #[serde(default)]
+    chunks: bool,
+}
+
+/// `similar`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SimilarParams {
+    /// The first text.
+    a: String,
+    /// The second text.
+    b: String,
+    /// List the best-matching chunk pairs with their spans.
+    #[serde(default)]
+    explain: bool,
+}
+
+/// `add`'s arguments: a text, or a path.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AddParams {
+    /// The text of one document (with `id`).
+    #[serde(default)]
+    text: Option<String>,
+    /// The document's id; a stored document with this id is replaced.
+    #[serde(default)]
+    id: Option<String>,
+    /// Its title.
+    #[serde(default)]
+    title: Option<String>,
+    /// Metadata to filter on later, e.g. `{"lang": "en"}`.
+    #[serde(default)]
+    metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Instead of a text: a file or folder on this machine (.txt, .md, .rst, .ipynb, .jsonl);
+    /// ids come from the file names, as with `ckeep add`.
+    #[serde(default)]
+    path: Option<String>,
+}
+
+/// The MCP service over one store.
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    state: Arc<AppState>,
+    options: McpOptions,
+    tool_router: ToolRouter<Self>,
+}
+
+/// A tool's JSON answer, or its error as the agent should read it.
+fn answer(result: Result<serde_json::Value, ApiError>) -> CallToolResult {
+    match result {
+        Ok(value) => CallToolResult::structured(value),
+        Err(e) => CallToolResult::structured_error(serde_json::json!({
+            "error": {"code": e.code, "message": e.message}
+        })),
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(value).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+#[tool_router]
+impl McpServer {
+    /// A service over `state`; `add` is offered only when `options` allow writes.
+    pub fn new(state: Arc<AppState>, options: McpOptions) -> Self {
+        let mut tool_router = Self::tool_router();
+        if !options.allow_write {
+            tool_router.remove_route("add");
+        }
+        Self { state, options, tool_router }
+    }
+
+    /// Search the store; each result has the document id, score, byte spans and their text.
+    #[tool(
+        description = "Search the documents in this Context Keeper store. Returns the best \
+        passages (level=chunk) or documents (level=doc), best first; each result has `doc_id`, \
+        `score`, byte `spans` into the stored document and their `text` (grown by `expand`). \
+        Use `show` with a result's doc_id and spans to read more.",
+        annotations(read_only_hint = true)
+    )]
+    async fn search(&self, Parameters(p): Parameters<SearchParams>) -> CallToolResult {
+        let body = SearchBody {
+            query: p.query,
+            strategy: p.strategy,
+            k: p.k,
+            mode: p.mode,
+            level: p.level,
+            expand: p.expand,
+            explain: p.explain,
+            filter: p.filter.map(MetadataFilter),
+            ..SearchBody::default()
+        };
+        answer(query::run_search(&self.state, body).await.and_then(|r| to_value(&r)))
+    }
+
+    /// A stored document: the whole text, chosen spans of it, or its chunks.
+    #[tool(
+        description = "Read a stored document by id: its title, metadata and whole text; or \
+        only the given byte spans (as returned by `search`); or its chunks with their spans \
+        and heading paths.",
+        annotations(read_only_hint = true)
+    )]
+    async fn show(&self, Parameters(p): Parameters<ShowParams>) -> CallToolResult {
+        let spans = p.spans.map(|spans| {
+            spans
+                .into_iter()
+                .map(|(start, end)| {
+                    if start <= end {
+                        Ok(Span { start, end })
+                    } else {
+                        Err(ApiError::invalid(format!("span {start}-{end} ends before it starts")))
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()
+        });
+        let result = match spans.transpose() {
+            Ok(spans) => documents::read_document(&self.state, p.id, p.chunks, spans).await,
+            Err(e) => Err(e),
+        };
+        answer(result)
+    }
+
+    /// Chunk-pair similarity of two texts.
+    #[tool(
+        description = "How similar two texts are: the mean cosine of their best-matching chunk \
+        pairs (chunk-pair score, robust to length and order) and the whole-text cosine. \
+        Needs the store's embedding model.",
+        annotations(read_only_hint = true)
+    )]
+    async fn similar(&self, Parameters(p): Parameters<SimilarParams>) -> CallToolResult {
+        let body = SimilarBody { a: p.a, b: p.b, explain: p.explain, ..SimilarBody::default() };
+        answer(query::run_similar(&self.state, body).await)
+    }
+
+    /// Adds a text or the files under a path.
+    #[tool(
+        description = "Add a document to the store (or replace the one with the same id): \
+        either `text` with an `id` (and optional title and metadata), or a `path` to a file \
+        or folder on this machine. Returns the ids added and the chunks made.",
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true)
+    )]
+    async fn add(&self, Parameters(p): Parameters<AddParams>) -> CallToolResult {
+        answer(self.add_documents(p).await)
+    }
+}
+
+impl McpServer {
+    async fn add_documents(&self, p: AddParams) -> Result<serde_json::Value, ApiError> {
+        let docs = match (p.text, p.path) {
+            (Some(text), None) => {
+                let Some(id) = p.id else {
+                    return Err(ApiError::invalid("a `text` needs an `id`"));
+                };
+                let doc = NewDocument {
+                    id,
+                    text,
+                    title: p.title.unwrap_or_default(),
+                    metadata: p.metadata,
+                    source: Some("mcp".to_string()),
+                };
+                vec![doc.into_document(0)?]
+            }
+            (None, Some(path)) if self.options.allow_paths => {
+                if p.id.is_some() || p.title.is_some() || p.metadata.is_some() {
+                    return Err(ApiError::invalid(
+                        "`id`, `title` and `metadata` go with `text`; a `path` names its own",
+                    ));
+                }
+                load_path(path).await?
+            }
+            (None, Some(_)) => {
+                return Err(ApiError::invalid(
+                    "this server does not read paths; send the document as `text`",
+                ));
+            }
+            _ => return Err(ApiError::invalid("give either `text` (with `id`) or `path`")),
+        };
+        let value = documents::ingest(&self.state, docs, None).await?;
+        self.state.wrote();
+        Ok(value)
+    }
+}
+
+/// Every document under `path`, loaded as `ckeep add` loads it (off the async threads).
+async fn load_path(path: String) -> Result<Vec<ckeep_core::Document>, ApiError> {
+    if path.trim().is_empty() || path == "-" {
+        return Err(ApiError::invalid("`path` must name a file or folder"));
+    }
+    tokio::task::spawn_blocking(move || {
+        let loader = ckeep_text::Loader::new(ckeep_text::LoadOptions::default());
+        let sources = loader
+            .sources(&[PathBuf::from(&path)])
+            .map_err(|e| ApiError::invalid(e.to_string()))?;
+        if sources.is_empty() {
+            return Err(ApiError::invalid(format!(
+                "no loadable files under {path} (known extensions: txt, md, ipynb, jsonl, rst)"
+            )));
+        }
+        let mut docs = Vec::new();
+        for source in &sources {
+            let loaded = loader
+                .load(source)
+                .map_err(|e| ApiError::invalid(format!("{}: {e}", source.name())))?;
+            docs.extend(loaded.documents);
+        }
+        Ok(docs)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("loading {e}")))?
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut instructions = String::from(
+            "Context Keeper: search a store of long documents indexed as small chunks. \
+             `search` finds passages or documents with exact byte spans; `show` reads a \
+             document or spans of it; `similar` scores two texts.",
+        );
+        if self.options.allow_write {
+            instructions.push_str(" `add` stores a new document.");
+        }
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("ckeep", env!("CARGO_PKG_VERSION"))
+                    .with_title("Context Keeper"),
+            )
+            .with_instructions(instructions)
+    }
+}
+
+/// Serves MCP over stdin and stdout until the client closes the stream, then waits for the
+/// last write to commit. Logs must go to stderr: stdout carries the protocol.
+pub async fn serve_stdio(state: Arc<AppState>, options: McpOptions) -> std::io::Result<()> {
+    let indexer = state.spawn_indexer();
+    let server = McpServer::new(Arc::clone(&state), options);
+    let result = match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running.waiting().await.map(|_| ()).map_err(std::io::Error::other),
+        Err(e) => Err(std::io::Error::other(e)),
+    };
+    indexer.abort();
+    state.workers.drain().await;
+    result
+}
