@@ -67,6 +67,15 @@ pub enum Command {
     /// unless --keep-going skips it. Re-adding an unchanged document is a no-op; a changed one
     /// replaces the stored version.
     Add(AddArgs),
+    /// Bring the store in line with files and folders: add new files, replace changed ones.
+    ///
+    /// Files are read as `add` reads them and compared by content hash, so an unchanged file
+    /// costs a read and nothing else. With --prune, documents whose file is gone from under a
+    /// PATH (or whose JSONL line is gone) are removed. Every input is checked before anything
+    /// is written, each batch is one transaction, so an interrupted sync leaves every document
+    /// old or new and running it again finishes the job. Document ids are paths as given, so
+    /// sync from the directory you added from (or give absolute paths).
+    Sync(SyncArgs),
     /// Search the store.
     Search(SearchArgs),
     /// Print a stored document byte for byte, or its chunks with spans.
@@ -486,6 +495,39 @@ pub struct AddArgs {
     /// in the store, which then only accepts the same model.
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
     pub model: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools)] // one per flag, as clap reads them
+pub struct SyncArgs {
+    /// Files or directories to mirror (each must exist).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Remove stored documents whose file under a PATH is gone.
+    #[arg(long)]
+    pub prune: bool,
+    /// Say what would be added, replaced and removed, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How to cut documents into chunks, for a new store (a store keeps its own).
+    #[arg(long, value_name = "SPEC", value_parser = parse_chunker, long_help = chunker_help())]
+    pub chunker: Option<ChunkerSpec>,
+    /// How text becomes search terms, for a new store (a store keeps its own).
+    #[arg(long, value_name = "NAME", value_parser = parse_analyzer, long_help = ANALYZER_HELP)]
+    pub analyzer: Option<ckeep_engine::AnalyzerChoice>,
+    /// Embed chunks with this model (default: the store's model, if it has one).
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
+    /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of rejecting the file.
+    #[arg(long)]
+    pub lossy: bool,
+    /// Skip inputs that cannot be loaded (reporting them; their stored documents are kept)
+    /// instead of stopping.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Largest document accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = ckeep_text::load::DEFAULT_MAX_DOC_BYTES)]
+    pub max_doc_bytes: u64,
 }
 
 fn repr_help() -> String {

@@ -82,6 +82,7 @@ fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
     let store = cli.global.store.as_str();
     match &cli.command {
         Command::Add(a) => commands::add::run(store, a, cli.global.no_cache, out),
+        Command::Sync(a) => commands::sync::run(store, a, cli.global.no_cache, out),
         Command::Search(a) => commands::search::run(store, a, cli.global.no_cache, out),
         Command::Show(a) => commands::show::run(store, a, out),
         Command::Stats => commands::admin::stats(store, out),

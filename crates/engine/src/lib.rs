@@ -32,6 +32,7 @@ mod search;
 mod similar;
 mod strategy;
 mod summarize;
+mod sync;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -59,6 +60,7 @@ pub use similar::{
 };
 pub use strategy::{Level, MAX_K, Mode, Strategy, StrategyOverrides};
 pub use summarize::{LoadedSummarizer, Summarizer};
+pub use sync::{SyncPlan, SyncReport};
 
 /// The lexical field that holds chunks' own text.
 pub const PLAIN_FIELD: &str = "plain";

@@ -31,6 +31,9 @@ impl StoreRead for Declining {
     fn document_ids(&self) -> Result<Vec<String>> {
         self.0.document_ids()
     }
+    fn document_sources(&self) -> Result<Vec<(String, String)>> {
+        self.0.document_sources()
+    }
     fn document_ids_page(
         &self,
         after: Option<&str>,

@@ -76,6 +76,9 @@ impl<T: StoreRead + ?Sized> StoreRead for Box<T> {
     fn document_ids(&self) -> Result<Vec<String>> {
         (**self).document_ids()
     }
+    fn document_sources(&self) -> Result<Vec<(String, String)>> {
+        (**self).document_sources()
+    }
     fn document_ids_page(
         &self,
         after: Option<&str>,

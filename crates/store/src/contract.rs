@@ -124,6 +124,7 @@ pub fn roundtrip(store: &mut dyn StoreWrite) {
     assert_eq!(chunks, w.chunks);
     assert!(store.document("missing").unwrap().is_none());
     assert_eq!(store.document_ids().unwrap(), ["a"]);
+    assert_eq!(store.document_sources().unwrap(), [("a".to_string(), "a.txt".to_string())]);
     assert_eq!(store.document_count().unwrap(), 1);
 }
 

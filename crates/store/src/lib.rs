@@ -182,6 +182,9 @@ pub trait StoreRead {
     fn document_hash(&self, id: &str) -> Result<Option<ContentHashHex>>;
     /// All document ids, sorted.
     fn document_ids(&self) -> Result<Vec<String>>;
+    /// Every document's id and source (the file it was loaded from, `file.jsonl:LINE` for a
+    /// JSONL line), sorted by id: what `sync` compares with the files that are there now.
+    fn document_sources(&self) -> Result<Vec<(String, String)>>;
     /// One page of the sorted document ids: those after `after` (when given), skipping
     /// `offset`, at most `limit`. Only the page is read, so a client can walk any collection.
     fn document_ids_page(

@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::bail;
 use ckeep_engine::{Engine, IngestReport};
 use ckeep_store::{DynStore, StoreRead};
-use ckeep_text::load::{Loaded, Source};
+use ckeep_text::load::{Checked, Source};
 use ckeep_text::{LoadOptions, Loader};
 use serde::Serialize;
 
@@ -31,12 +31,9 @@ struct AddOutput<'a> {
 }
 
 #[derive(Serialize)]
-struct Skipped {
+pub(crate) struct Skipped {
     source: String,
     error: String,
-    /// Whether the input is at fault (malformed, empty, too large) rather than the machine.
-    #[serde(skip)]
-    user_error: bool,
 }
 
 pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
@@ -54,53 +51,12 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     }
 
     // Pass 1: load and check every input before touching the store.
-    let bar = out.progress(sources.len() as u64, "checking");
-    let mut kept_bytes = 0usize;
-    let mut valid: Vec<(&Source, Option<Loaded>)> = Vec::with_capacity(sources.len());
-    let mut skipped = Vec::new();
-    let mut warnings = Vec::new();
-    for source in &sources {
-        match loader.load(source) {
-            Ok(loaded) => {
-                warnings.extend(loaded.warnings.iter().cloned());
-                let bytes: usize = loaded.documents.iter().map(|d| d.text.len()).sum();
-                let keep = kept_bytes + bytes <= KEEP_LOADED_BYTES;
-                kept_bytes += if keep { bytes } else { 0 };
-                valid.push((source, keep.then_some(loaded)));
-            }
-            Err(e) => skipped.push(Skipped {
-                source: source.name(),
-                error: e.to_string(),
-                user_error: e.is_user_error(),
-            }),
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    for w in &warnings {
-        out.warn(w);
-    }
-    if !skipped.is_empty() {
-        let list: Vec<String> = skipped.iter().map(|s| s.error.clone()).collect();
-        if !args.keep_going {
-            let message = format!(
-                "{} input(s) cannot be loaded; nothing was added (use --keep-going to skip them):\n{}",
-                skipped.len(),
-                list.join("\n")
-            );
-            // The input's fault only when every failure is (a read error may be the machine's).
-            if skipped.iter().all(|s| s.user_error) {
-                bail!(crate::UsageError(message));
-            }
-            bail!(message);
-        }
-        for s in &list {
-            out.warn(format!("skipped: {s}"));
-        }
-    }
+    let checked = check_inputs(&loader, sources, args.keep_going, "added", out)?;
+    let skipped = skipped(&checked);
+    let Checked { loaded: valid, warnings, .. } = checked;
 
     // Pass 2: chunk, index and write in batches.
-    let mut engine = open_with_model(store, args, no_cache, true)?;
+    let mut engine = open_with_model(store, args.model.as_deref(), args.analyzer, no_cache, true)?;
     let mut chunker = match &args.chunker {
         Some(c) => c.clone(),
         None => engine.stored_chunker()?.unwrap_or_default(),
@@ -117,7 +73,7 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
         let loaded = if let Some(l) = loaded {
             l
         } else {
-            let l = loader.load(source)?;
+            let l = loader.load(&source)?;
             bar.inc_length(l.documents.len() as u64);
             l
         };
@@ -136,24 +92,72 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     Ok(ExitCode::SUCCESS)
 }
 
-/// The store, with the model `--model` names or the store was built with.
-fn open_with_model(
+/// Loads and checks every source before the store is touched (pass 1 of `add` and `sync`),
+/// with a progress bar. A source that does not load stops the command, naming every such
+/// source, unless `keep_going` skips them (with a warning each).
+pub(crate) fn check_inputs(
+    loader: &Loader,
+    sources: Vec<Source>,
+    keep_going: bool,
+    verb: &str,
+    out: &Output,
+) -> anyhow::Result<Checked> {
+    let bar = out.progress(sources.len() as u64, "checking");
+    let checked = loader.check_all(sources, KEEP_LOADED_BYTES, || bar.inc(1));
+    bar.finish_and_clear();
+    for w in &checked.warnings {
+        out.warn(w);
+    }
+    if !checked.failed.is_empty() {
+        let list: Vec<String> = checked.failed.iter().map(|(_, e)| e.to_string()).collect();
+        if !keep_going {
+            let message = format!(
+                "{} input(s) cannot be loaded; nothing was {verb} (use --keep-going to skip them):\n{}",
+                list.len(),
+                list.join("\n")
+            );
+            // The input's fault only when every failure is (a read error may be the machine's).
+            if checked.failed.iter().all(|(_, e)| e.is_user_error()) {
+                bail!(crate::UsageError(message));
+            }
+            bail!(message);
+        }
+        for s in &list {
+            out.warn(format!("skipped: {s}"));
+        }
+    }
+    Ok(checked)
+}
+
+/// The sources `--keep-going` skipped, for the JSON report.
+pub(crate) fn skipped(checked: &Checked) -> Vec<Skipped> {
+    checked
+        .failed
+        .iter()
+        .map(|(source, e)| Skipped { source: source.name(), error: e.to_string() })
+        .collect()
+}
+
+/// The store (created when `create`), with `analyzer` for a new one and the model `model`
+/// names or the store was built with.
+pub(crate) fn open_with_model(
     store: &str,
-    args: &AddArgs,
+    model: Option<&str>,
+    analyzer: Option<ckeep_engine::AnalyzerChoice>,
     no_cache: bool,
     create: bool,
 ) -> anyhow::Result<Engine<DynStore>> {
     let store =
         if create { ckeep_store::open_or_create(store)? } else { ckeep_store::open(store)? };
     let mut engine = Engine::new(store);
-    if let Some(analyzer) = args.analyzer {
+    if let Some(analyzer) = analyzer {
         engine = engine.with_analyzer(analyzer);
     }
     if !no_cache {
         engine = engine.with_generation_cache(ckeep_engine::default_generation_cache());
     }
-    let model = match &args.model {
-        Some(m) => Some(m.clone()),
+    let model = match model {
+        Some(m) => Some(m.to_string()),
         None => super::stored_model(&engine.store().manifest()?),
     };
     if let Some(spec) = &model {
@@ -163,7 +167,7 @@ fn open_with_model(
 }
 
 /// A progress callback that shows each derivation stage on `bar`.
-fn stage_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&str, u64, u64) + '_ {
+pub(crate) fn stage_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&str, u64, u64) + '_ {
     let mut stage = String::new();
     move |what: &str, done: u64, total: u64| {
         if what != stage {
@@ -184,7 +188,7 @@ fn derive_only(
     out: &Output,
     started: Instant,
 ) -> anyhow::Result<ExitCode> {
-    let mut engine = open_with_model(store, args, no_cache, false)?;
+    let mut engine = open_with_model(store, args.model.as_deref(), args.analyzer, no_cache, false)?;
     let chunker = engine.stored_chunker()?.unwrap_or_default();
     let ingest = {
         let mut ingest = engine.ingest(&chunker)?;

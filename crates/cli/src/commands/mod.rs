@@ -14,6 +14,7 @@ pub mod search;
 pub mod serve;
 pub mod show;
 pub mod similar;
+pub mod sync;
 
 use std::sync::Arc;
 

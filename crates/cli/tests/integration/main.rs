@@ -13,6 +13,7 @@ mod postgres;
 mod real_data;
 mod serve;
 mod similarity;
+mod sync;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -155,6 +155,12 @@ impl StoreRead for PgStore {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
+    fn document_sources(&self) -> Result<Vec<(String, String)>> {
+        let rows =
+            self.query("SELECT id, source FROM ckeep.documents ORDER BY id COLLATE \"C\"", &[])?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
     fn document_ids_page(
         &self,
         after: Option<&str>,

@@ -80,6 +80,12 @@ impl StoreRead for SqliteStore {
         Ok(ids)
     }
 
+    fn document_sources(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare("SELECT id, source FROM documents ORDER BY id")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     fn document_ids_page(
         &self,
         after: Option<&str>,

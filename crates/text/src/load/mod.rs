@@ -94,6 +94,26 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+/// Every source of a command loaded and checked before anything is written (see
+/// [`Loader::check_all`]).
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// The sources that loaded, each with its documents while they fit the memory budget
+    /// (`None`: load it again when it is written).
+    pub loaded: Vec<(Source, Option<Loaded>)>,
+    /// The sources that did not load, with why.
+    pub failed: Vec<(Source, Error)>,
+    /// The warnings of every source that loaded.
+    pub warnings: Vec<String>,
+}
+
+impl Checked {
+    /// How many documents the loaded sources hold, as far as is known without reloading.
+    pub fn documents_known(&self) -> u64 {
+        self.loaded.iter().map(|(_, l)| l.as_ref().map_or(0, |l| l.documents.len() as u64)).sum()
+    }
+}
+
 /// Reads inputs into documents under one set of [`LoadOptions`].
 #[derive(Debug, Clone, Default)]
 pub struct Loader {
@@ -130,6 +150,33 @@ impl Loader {
             }
         }
         Ok(out)
+    }
+
+    /// Loads every source once to check it, keeping the documents in memory up to `keep_bytes`
+    /// of text (so a small or medium corpus is read once; a larger one is read again when it is
+    /// written); `progress` is called after each source.
+    pub fn check_all(
+        &self,
+        sources: Vec<Source>,
+        keep_bytes: usize,
+        mut progress: impl FnMut(),
+    ) -> Checked {
+        let mut checked = Checked::default();
+        let mut kept_bytes = 0usize;
+        for source in sources {
+            match self.load(&source) {
+                Ok(loaded) => {
+                    checked.warnings.extend(loaded.warnings.iter().cloned());
+                    let bytes: usize = loaded.documents.iter().map(|d| d.text.len()).sum();
+                    let keep = kept_bytes + bytes <= keep_bytes;
+                    kept_bytes += if keep { bytes } else { 0 };
+                    checked.loaded.push((source, keep.then_some(loaded)));
+                }
+                Err(e) => checked.failed.push((source, e)),
+            }
+            progress();
+        }
+        checked
     }
 
     /// Loads one source whole, or fails with every problem found in it.
@@ -202,6 +249,21 @@ impl Loader {
         }
         Ok(())
     }
+}
+
+/// The file a stored document's `source` names, if the loader made it from a file a directory
+/// walk reads: the path itself (`notes/a.md`), or a JSONL file without its `:LINE`. Sources that
+/// name no such file (`stdin`, or what a server's client sent) give `None`, so `sync` never
+/// prunes them.
+pub fn source_file(source: &str) -> Option<&Path> {
+    let path = Path::new(source);
+    if source != "stdin" && Format::from_path(path).is_some() {
+        return Some(path);
+    }
+    let (file, line) = source.rsplit_once(':')?;
+    let file = Path::new(file);
+    let numbered = !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit());
+    (numbered && Format::from_path(file) == Some(Format::Jsonl)).then_some(file)
 }
 
 /// A path as a document id: as given, without a leading `./`.
@@ -315,6 +377,23 @@ mod tests {
         let loader = Loader::new(LoadOptions { max_doc_bytes: 5, ..LoadOptions::default() });
         let src = loader.sources(&[big]).unwrap();
         assert!(matches!(loader.load(&src[0]), Err(Error::TooLarge { size: 10, limit: 5, .. })));
+    }
+
+    #[test]
+    fn source_file_names_files_a_walk_reads() {
+        let cases = [
+            ("docs/a.md", Some("docs/a.md")),
+            ("c.jsonl:12", Some("c.jsonl")),
+            ("dir:x/c.ndjson:3", Some("dir:x/c.ndjson")),
+            ("notes.txt:3", None),
+            ("c.jsonl:", None),
+            ("stdin", None),
+            ("mcp", None),
+            ("image.png", None),
+        ];
+        for (source, file) in cases {
+            assert_eq!(source_file(source), file.map(Path::new), "{source}");
+        }
     }
 
     #[test]

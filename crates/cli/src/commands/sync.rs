@@ -1,0 +1,146 @@
+//! `ckeep sync`: the store brought in line with files and folders (see `ckeep_engine::sync`).
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::bail;
+use ckeep_engine::{Engine, SyncPlan, SyncReport};
+use ckeep_store::DynStore;
+use ckeep_text::{LoadOptions, Loader};
+use serde::Serialize;
+
+use super::add::{Skipped, check_inputs, open_with_model, skipped, stage_progress};
+use crate::UsageError;
+use crate::args::SyncArgs;
+use crate::output::{Output, human_bytes, outln};
+
+#[derive(Serialize)]
+struct SyncOutput<'a> {
+    store: &'a str,
+    dry_run: bool,
+    added: &'a [String],
+    replaced: &'a [String],
+    unchanged: u64,
+    /// Removed (or, in a dry run, to be removed) with --prune.
+    removed: &'a [String],
+    /// Stored documents whose file is gone, kept because --prune was not given.
+    gone_kept: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chunks: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vectors: Option<u64>,
+    skipped: Vec<Skipped>,
+    warnings: Vec<String>,
+    seconds: f64,
+}
+
+pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    if args.paths.iter().any(|p| p.as_os_str() == "-") {
+        bail!(UsageError(
+            "sync mirrors files and folders; use `ckeep add -` for standard input".into()
+        ));
+    }
+    if let Some(missing) = args.paths.iter().find(|p| !p.exists()) {
+        bail!(UsageError(format!("{}: no such file or directory", missing.display())));
+    }
+    let loader = Loader::new(LoadOptions { lossy: args.lossy, max_doc_bytes: args.max_doc_bytes });
+    // A missing PATH is an error, never "everything under it was deleted".
+    let sources = loader.sources(&args.paths)?;
+    let checked = check_inputs(&loader, sources, args.keep_going, "synced", out)?;
+    let skipped = skipped(&checked);
+    let warnings = checked.warnings.clone();
+
+    let mut engine = if args.dry_run {
+        open_for_plan(store)?
+    } else {
+        open_with_model(store, args.model.as_deref(), args.analyzer, no_cache, true)?
+    };
+    let mut plan = engine.plan_sync(&args.paths, checked, &loader)?;
+    let gone_kept = if args.prune { 0 } else { std::mem::take(&mut plan.gone).len() };
+    let report = if args.dry_run {
+        let SyncPlan { added, replaced, unchanged, gone, .. } = plan;
+        SyncReport { added, replaced, unchanged, removed: gone, ..SyncReport::default() }
+    } else {
+        let chunker = match &args.chunker {
+            Some(c) => c.clone(),
+            None => engine.stored_chunker()?.unwrap_or_default(),
+        };
+        let bar = out.progress(plan.added.len() as u64 + plan.replaced.len() as u64, "syncing");
+        let report = engine.apply_sync(plan, &loader, &chunker, &mut stage_progress(&bar))?;
+        bar.finish_and_clear();
+        report
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    if out.json {
+        let written = !args.dry_run;
+        out.print_json(&SyncOutput {
+            store,
+            dry_run: args.dry_run,
+            added: &report.added,
+            replaced: &report.replaced,
+            unchanged: report.unchanged,
+            removed: &report.removed,
+            gone_kept,
+            chunks: written.then_some(report.ingest.chunks),
+            vectors: written.then_some(report.ingest.vectors),
+            skipped,
+            warnings,
+            seconds,
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_plain(args, &report, gone_kept, seconds)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The store as it is, for a plan only: nothing is created, and a store not made yet is an
+/// empty one (everything would be added).
+fn open_for_plan(store: &str) -> anyhow::Result<Engine<DynStore>> {
+    match ckeep_store::open(store) {
+        Ok(s) => Ok(Engine::new(s)),
+        Err(ckeep_store::Error::NotFound { .. }) => {
+            Ok(Engine::new(Box::new(ckeep_store::SqliteStore::in_memory()?) as DynStore))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn print_plain(
+    args: &SyncArgs,
+    report: &SyncReport,
+    gone_kept: usize,
+    seconds: f64,
+) -> anyhow::Result<()> {
+    let (add, replace, remove) = if args.dry_run {
+        ("to add", "to replace", "to remove")
+    } else {
+        ("added", "replaced", "removed")
+    };
+    for (verb, ids) in
+        [(add, &report.added), (replace, &report.replaced), (remove, &report.removed)]
+    {
+        for id in ids {
+            outln!("{verb}: {id}");
+        }
+    }
+    let written = if args.dry_run {
+        String::new()
+    } else {
+        format!("; {} chunks ({})", report.ingest.chunks, human_bytes(report.ingest.bytes))
+    };
+    outln!(
+        "{}{} {add}, {} {replace}, {} unchanged, {} {remove}{written} in {seconds:.2} s",
+        if args.dry_run { "dry run, nothing changed: " } else { "" },
+        report.added.len(),
+        report.replaced.len(),
+        report.unchanged,
+        report.removed.len()
+    );
+    if gone_kept > 0 {
+        outln!(
+            "{gone_kept} stored document(s) whose file is gone were kept (--prune removes them)"
+        );
+    }
+    Ok(())
+}
