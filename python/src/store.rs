@@ -191,9 +191,10 @@ impl Store {
             let loader = Loader::new(LoadOptions { lossy, ..LoadOptions::default() });
             let sources = loader.sources(&paths)?;
             if sources.is_empty() {
-                bail!(usage(
-                    "no loadable files there (known extensions: txt, md, ipynb, jsonl, rst)"
-                ));
+                bail!(usage(format!(
+                    "no loadable files there (known extensions: {})",
+                    ckeep_text::load::KNOWN_EXTENSIONS
+                )));
             }
             let mut docs = Vec::new();
             let mut problems = Vec::new();

@@ -15,6 +15,9 @@
 //! ```
 
 pub mod script;
+pub mod source_map;
+
+pub use source_map::{Location, SOURCE_MAP_KEY, SourceMap};
 
 use std::fmt;
 use std::ops::Range;

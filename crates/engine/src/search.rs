@@ -1,7 +1,7 @@
 //! Query: analyse → score chunks → rank chunks or aggregate to documents → fetch spans and text
 //! from the store → explain.
 
-use ckeep_core::{ChunkHit, ChunkId, DocKey, Span};
+use ckeep_core::{ChunkHit, ChunkId, DocKey, Location, SourceMap, Span};
 use ckeep_store::{MetadataFilter, ReadSnapshot, StoredChunk};
 use std::collections::{HashMap, HashSet};
 
@@ -82,6 +82,10 @@ pub struct SearchResult {
     pub text: String,
     /// Byte spans into the stored document, in document order.
     pub spans: Vec<Span>,
+    /// Where each span came from in the source file, for documents extracted from a PDF (the
+    /// pages) or an HTML, EPUB or DOCX file (the element); absent for other documents.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<Location>,
     /// Heading path of the (first) chunk.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub headings: String,
@@ -275,21 +279,22 @@ impl<S: StoreRead> Engine<S> {
         let wanted: Vec<(DocKey, Span)> =
             contexts.iter().flat_map(|c| c.spans.iter().map(|s| (c.doc, *s))).collect();
         let mut texts = self.store.span_texts(&wanted)?.into_iter();
-        let mut keys: Vec<DocKey> = contexts.iter().map(|c| c.doc).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        let ids: HashMap<DocKey, String> =
-            keys.iter().copied().zip(self.store.doc_ids_by_key(&keys)?).collect();
+        let (ids, maps) = self.documents_of(&contexts)?;
         let mut results = Vec::with_capacity(contexts.len());
         for (i, c) in contexts.into_iter().enumerate() {
             let texts: Vec<String> = texts.by_ref().take(c.spans.len()).collect();
             let doc_id = ids.get(&c.doc).cloned().unwrap_or_default();
+            let locations = maps
+                .get(&c.doc)
+                .map(|m| c.spans.iter().map(|s| m.locate(*s)).collect())
+                .unwrap_or_default();
             results.push(SearchResult {
                 rank: i + 1,
                 doc_id,
                 score: c.score,
                 text: texts.join(ELLIPSIS),
                 spans: c.spans,
+                locations,
                 headings: c.headings,
                 chunks: c
                     .chunks
@@ -300,6 +305,24 @@ impl<S: StoreRead> Engine<S> {
             });
         }
         Ok(SearchResponse { query: req.query.clone(), strategy: strategy.to_string(), results })
+    }
+
+    /// The ids and source maps of the documents behind `contexts`, one look-up each.
+    fn documents_of(
+        &self,
+        contexts: &[Context],
+    ) -> Result<(HashMap<DocKey, String>, HashMap<DocKey, SourceMap>)> {
+        let mut keys: Vec<DocKey> = contexts.iter().map(|c| c.doc).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let ids = keys.iter().copied().zip(self.store.doc_ids_by_key(&keys)?).collect();
+        let maps = keys
+            .iter()
+            .copied()
+            .zip(self.store.source_maps(&keys)?)
+            .filter_map(|(k, m)| Some((k, m?)))
+            .collect();
+        Ok((ids, maps))
     }
 
     /// Scores chunks under one representation as the strategy's mode says; `q` is the query's

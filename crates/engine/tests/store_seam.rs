@@ -57,6 +57,9 @@ impl StoreRead for Declining {
     fn doc_ids_by_key(&self, keys: &[DocKey]) -> Result<Vec<String>> {
         self.0.doc_ids_by_key(keys)
     }
+    fn source_maps(&self, keys: &[DocKey]) -> Result<Vec<Option<ckeep_core::SourceMap>>> {
+        self.0.source_maps(keys)
+    }
     fn span_text(&self, key: DocKey, span: Span) -> Result<String> {
         self.0.span_text(key, span)
     }

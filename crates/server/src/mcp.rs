@@ -273,7 +273,8 @@ async fn load_path(path: String) -> Result<Vec<ckeep_core::Document>, ApiError> 
             .map_err(|e| ApiError::invalid(e.to_string()))?;
         if sources.is_empty() {
             return Err(ApiError::invalid(format!(
-                "no loadable files under {path} (known extensions: txt, md, ipynb, jsonl, rst)"
+                "no loadable files under {path} (known extensions: {})",
+                ckeep_text::load::KNOWN_EXTENSIONS
             )));
         }
         let mut docs = Vec::new();

@@ -102,6 +102,12 @@ impl<T: StoreRead + ?Sized> StoreRead for Box<T> {
     fn doc_ids_by_key(&self, keys: &[DocKey]) -> Result<Vec<String>> {
         (**self).doc_ids_by_key(keys)
     }
+    fn source_maps(
+        &self,
+        keys: &[ckeep_core::DocKey],
+    ) -> Result<Vec<Option<ckeep_core::SourceMap>>> {
+        (**self).source_maps(keys)
+    }
     fn span_text(&self, key: DocKey, span: Span) -> Result<String> {
         (**self).span_text(key, span)
     }

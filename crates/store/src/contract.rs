@@ -126,6 +126,14 @@ pub fn roundtrip(store: &mut dyn StoreWrite) {
     assert_eq!(store.document_ids().unwrap(), ["a"]);
     assert_eq!(store.document_sources().unwrap(), [("a".to_string(), "a.txt".to_string())]);
     assert_eq!(store.document_count().unwrap(), 1);
+
+    // A source map comes back from the metadata it is kept in.
+    let map = ckeep_core::SourceMap { starts: vec![0, 7], pages: vec![1, 2], paths: vec![] };
+    let mut mapped = sample("m", "mapped text on two pages");
+    mapped.document.metadata = serde_json::json!({"source_map": map, "lang": "en"});
+    store.write_batch(vec![mapped]).unwrap();
+    let keys = [store.document("m").unwrap().unwrap().key, got.key];
+    assert_eq!(store.source_maps(&keys).unwrap(), [Some(map), None]);
 }
 
 /// Property 2.

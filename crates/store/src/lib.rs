@@ -203,6 +203,12 @@ pub trait StoreRead {
     fn live_chunks(&self, ids: &[ckeep_core::ChunkId]) -> Result<Vec<ckeep_core::ChunkId>>;
     /// External ids of documents by key, in the order asked.
     fn doc_ids_by_key(&self, keys: &[ckeep_core::DocKey]) -> Result<Vec<String>>;
+    /// The source map of each document by key (see [`ckeep_core::SourceMap`]): `None` for a
+    /// document that has none, as every document not extracted from a PDF, HTML, EPUB or DOCX.
+    fn source_maps(
+        &self,
+        keys: &[ckeep_core::DocKey],
+    ) -> Result<Vec<Option<ckeep_core::SourceMap>>>;
     /// The text of `span` in document `key`.
     fn span_text(&self, key: ckeep_core::DocKey, span: ckeep_core::Span) -> Result<String>;
     /// The texts of several spans, in the order asked (one round trip where that matters).

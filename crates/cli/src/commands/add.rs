@@ -45,8 +45,9 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     let sources = loader.sources(&args.paths)?;
     if sources.is_empty() {
         bail!(
-            "no loadable files under {} (known extensions: txt, md, ipynb, jsonl, rst)",
-            display_paths(&args.paths)
+            "no loadable files under {} (known extensions: {})",
+            display_paths(&args.paths),
+            ckeep_text::load::KNOWN_EXTENSIONS
         );
     }
 

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::anyhow;
+use ckeep_core::{Location, SourceMap};
 use ckeep_store::StoreRead;
 use serde::Serialize;
 
@@ -15,6 +16,9 @@ struct ChunkOut<'a> {
     #[serde(flatten)]
     chunk: &'a ckeep_store::StoredChunk,
     text: &'a str,
+    /// Where the chunk came from in the source file (PDF, HTML, EPUB, DOCX).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    location: Option<Location>,
 }
 
 pub fn run(store: &str, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCode> {
@@ -25,9 +29,17 @@ pub fn run(store: &str, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCod
         .ok_or_else(|| anyhow!("no document `{}` in the store", args.doc_id))?;
     let text = &doc.document.text;
     let chunks = if args.chunks { store.chunks_of(&args.doc_id)? } else { Vec::new() };
+    let map = SourceMap::of(&doc.document.metadata);
+    let locate = |span| map.as_ref().map(|m| m.locate(span));
     if out.json {
-        let chunk_out: Vec<ChunkOut<'_>> =
-            chunks.iter().map(|c| ChunkOut { chunk: c, text: c.chunk.span.slice(text) }).collect();
+        let chunk_out: Vec<ChunkOut<'_>> = chunks
+            .iter()
+            .map(|c| ChunkOut {
+                chunk: c,
+                text: c.chunk.span.slice(text),
+                location: locate(c.chunk.span),
+            })
+            .collect();
         let mut value = doc.describe();
         if args.chunks {
             value["chunks"] = serde_json::to_value(&chunk_out)?;
@@ -44,8 +56,9 @@ pub fn run(store: &str, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCod
             } else {
                 format!("  § {}", ch.heading_path())
             };
+            let location = locate(ch.span).map(|l| format!("  @ {l}")).unwrap_or_default();
             outln!(
-                "#{:<4} depth {} parent {:>4} {:>14}{}{heading}",
+                "#{:<4} depth {} parent {:>4} {:>14}{}{heading}{location}",
                 ch.ordinal,
                 ch.depth,
                 parent,

@@ -239,6 +239,13 @@ pub(crate) async fn read_document(
         })
         .await?;
     let text = &doc.document.text;
+    let map = ckeep_core::SourceMap::of(&doc.document.metadata);
+    let located = |mut v: serde_json::Value, span: Span| {
+        if let Some(m) = &map {
+            v["location"] = serde_json::to_value(m.locate(span)).unwrap_or_default();
+        }
+        v
+    };
     let mut value = doc.describe();
     if let Some(chunks) = chunks {
         value["chunks"] = chunks
@@ -246,7 +253,7 @@ pub(crate) async fn read_document(
             .map(|c| {
                 let mut v = serde_json::to_value(c).unwrap_or_default();
                 v["text"] = c.chunk.span.slice(text).into();
-                v
+                located(v, c.chunk.span)
             })
             .collect();
     } else if let Some(spans) = spans {
@@ -263,7 +270,7 @@ pub(crate) async fn read_document(
                     text.len()
                 )));
             }
-            out.push(serde_json::json!({"span": s, "text": s.slice(text)}));
+            out.push(located(serde_json::json!({"span": s, "text": s.slice(text)}), s));
         }
         value["spans"] = out.into();
     } else {

@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
-use ckeep_core::{Chunk, ChunkId, DocKey, Document, LexicalStats, Posting, Span};
+use ckeep_core::{
+    Chunk, ChunkId, DocKey, Document, LexicalStats, Posting, SOURCE_MAP_KEY, SourceMap, Span,
+};
 use postgres::types::ToSql;
 use postgres::{Client, Row, Statement};
 
@@ -213,6 +215,25 @@ impl StoreRead for PgStore {
             self.query("SELECT key, id FROM ckeep.documents WHERE key = ANY($1)", &[&asked])?;
         let ids: HashMap<i64, String> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         asked.iter().map(|k| ids.get(k).cloned().ok_or(Error::UnknownKey(*k))).collect()
+    }
+
+    fn source_maps(&self, keys: &[DocKey]) -> Result<Vec<Option<SourceMap>>> {
+        let asked: Vec<i64> = keys.iter().map(|k| k.0).collect();
+        let rows = self.query(
+            &format!(
+                "SELECT key, (metadata::jsonb -> '{SOURCE_MAP_KEY}')::text FROM ckeep.documents WHERE key = ANY($1)"
+            ),
+            &[&asked],
+        )?;
+        let maps: HashMap<i64, Option<String>> =
+            rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        asked
+            .iter()
+            .map(|k| {
+                let json = maps.get(k).ok_or(Error::UnknownKey(*k))?;
+                Ok(json.as_deref().and_then(SourceMap::from_json))
+            })
+            .collect()
     }
 
     fn span_text(&self, key: DocKey, span: Span) -> Result<String> {

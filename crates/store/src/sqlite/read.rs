@@ -1,6 +1,8 @@
 //! Reading from the `SQLite` store.
 
-use ckeep_core::{Chunk, ChunkId, DocKey, Document, LexicalStats, Posting, Span};
+use ckeep_core::{
+    Chunk, ChunkId, DocKey, Document, LexicalStats, Posting, SOURCE_MAP_KEY, SourceMap, Span,
+};
 use rusqlite::{OptionalExtension, params};
 
 use super::{SqliteStore, check};
@@ -144,6 +146,18 @@ impl StoreRead for SqliteStore {
     fn doc_ids_by_key(&self, keys: &[DocKey]) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare_cached("SELECT id FROM documents WHERE key = ?1")?;
         keys.iter().map(|k| stmt.query_row([k.0], |r| r.get(0)).map_err(Error::from)).collect()
+    }
+
+    fn source_maps(&self, keys: &[DocKey]) -> Result<Vec<Option<SourceMap>>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT json_extract(metadata, '$.{SOURCE_MAP_KEY}') FROM documents WHERE key = ?1"
+        ))?;
+        keys.iter()
+            .map(|k| {
+                let json: Option<String> = stmt.query_row([k.0], |r| r.get(0))?;
+                Ok(json.and_then(|j| SourceMap::from_json(&j)))
+            })
+            .collect()
     }
 
     fn span_text(&self, key: DocKey, span: Span) -> Result<String> {

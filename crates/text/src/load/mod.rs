@@ -8,6 +8,10 @@
 //! read whatever its extension (as plain text when the extension is unknown). Each format that
 //! needs parsing has its own file (`jsonl`, `markdown`).
 
+mod blocks;
+mod dom;
+mod epub;
+mod html;
 mod jsonl;
 mod markdown;
 
@@ -50,7 +54,14 @@ pub enum Format {
     /// One JSON object per line: `id`/`_id`/`doc_id`, `text`/`contents`, optional `title` and
     /// `metadata`; other fields are kept in the metadata.
     Jsonl,
+    /// An HTML page: its main content as Markdown-like blocks, mapped to element paths.
+    Html,
+    /// An EPUB book: the XHTML of its spine in reading order, read as HTML pages.
+    Epub,
 }
+
+/// The extensions a directory walk reads, for messages.
+pub const KNOWN_EXTENSIONS: &str = "txt, md, rst, ipynb, jsonl, html, epub";
 
 impl Format {
     /// The format implied by a file extension, if it is one we read inside directories.
@@ -61,6 +72,8 @@ impl Format {
             "md" | "markdown" | "mdx" => Format::Markdown,
             "ipynb" => Format::Notebook,
             "jsonl" | "ndjson" => Format::Jsonl,
+            "html" | "htm" | "xhtml" => Format::Html,
+            "epub" => Format::Epub,
             _ => return None,
         })
     }
@@ -196,6 +209,20 @@ impl Loader {
                 (origin, *format, bytes)
             }
         };
+        let stem = match source {
+            Source::File(p, _) => p.file_stem().map(|s| s.to_string_lossy().into_owned()),
+            Source::Stdin(_) => None,
+        }
+        .unwrap_or_default();
+        if format == Format::Epub {
+            let book = epub::book(&bytes, self.opts.max_doc_bytes)
+                .map_err(|m| Error::Malformed { origin: origin.clone(), problems: vec![(0, m)] })?;
+            let title = if book.title.is_empty() { stem } else { book.title };
+            return Ok(Loaded {
+                documents: vec![self.extracted(&origin, title, book.blocks)?],
+                warnings: Vec::new(),
+            });
+        }
         let decoded = decode(bytes, &origin, self.opts.lossy)?;
         let mut loaded = Loaded::default();
         if decoded.replaced > 0 {
@@ -205,11 +232,6 @@ impl Loader {
             ));
         }
         let text = decoded.text;
-        let stem = match source {
-            Source::File(p, _) => p.file_stem().map(|s| s.to_string_lossy().into_owned()),
-            Source::Stdin(_) => None,
-        }
-        .unwrap_or_default();
         loaded.documents = match format {
             Format::Plain => vec![self.single(&origin, stem, text)?],
             Format::Markdown => {
@@ -225,6 +247,12 @@ impl Loader {
                 vec![self.single(&origin, title, text)?]
             }
             Format::Jsonl => self.jsonl(&origin, &text)?,
+            Format::Epub => unreachable!("read from its bytes above"),
+            Format::Html => {
+                let page = html::page(&text, "", blocks::Blocks::default());
+                let title = if page.title.is_empty() { stem } else { page.title };
+                vec![self.extracted(&origin, title, page.blocks)?]
+            }
         };
         Ok(loaded)
     }
@@ -233,6 +261,22 @@ impl Loader {
         self.check_text(origin, &text)?;
         let mut doc = Document::new(origin, title, text);
         doc.source = origin.to_string();
+        Ok(doc)
+    }
+
+    /// A document of extracted text, its source map in the metadata.
+    fn extracted(
+        &self,
+        origin: &str,
+        title: String,
+        blocks: blocks::Blocks,
+    ) -> Result<Document, Error> {
+        if blocks.is_empty() {
+            return Err(Error::Empty { origin: origin.to_string() });
+        }
+        let (text, metadata) = blocks.finish();
+        let mut doc = self.single(origin, title, text)?;
+        doc.metadata = metadata;
         Ok(doc)
     }
 

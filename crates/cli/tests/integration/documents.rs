@@ -1,0 +1,133 @@
+//! Real documents from Debian's packages (installed by scripts/test.sh): the Python
+//! documentation's HTML (python3-doc) and the Live Systems manual's EPUBs in English and
+//! Japanese (live-manual-epub). For each format, search finds a known sentence, its span's
+//! bytes are the stored text's, and its element path is the one checked by hand (the EPUB
+//! paths against Python's `ElementTree` on the XHTML; the HTML path against the page source).
+//! Broken files are named errors that `--keep-going` skips.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::{fails, json};
+
+fn python_docs() -> PathBuf {
+    let found = std::fs::read_dir("/usr/share/doc")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("html/library/json.html"))
+        .find(|p| p.is_file() && p.to_string_lossy().contains("/python3"));
+    found
+        .expect("python3-doc is installed (scripts/test.sh installs it)")
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+const LIVE_MANUAL: &str = "/usr/share/doc/live-manual/epub";
+
+/// The first result of a BM25 search, checked against the stored text: every span's bytes
+/// are in the result's text, and there is one location per span.
+fn top_hit(store: &Path, query: &str, filter: Option<&str>) -> Value {
+    let mut args = vec!["search", query, "--mode", "bm25", "-k", "1"];
+    if let Some(f) = filter {
+        args.extend(["--filter", f]);
+    }
+    let res = json(store, &args);
+    let hit = res["results"][0].clone();
+    let shown = json(store, &["show", hit["doc_id"].as_str().unwrap()]);
+    let stored = shown["text"].as_str().unwrap().as_bytes();
+    let spans = hit["spans"].as_array().unwrap();
+    for span in spans {
+        let (start, end) = (span[0].as_u64().unwrap() as usize, span[1].as_u64().unwrap() as usize);
+        let bytes = std::str::from_utf8(&stored[start..end]).unwrap();
+        assert!(hit["text"].as_str().unwrap().contains(bytes));
+    }
+    assert_eq!(hit["locations"].as_array().unwrap().len(), spans.len(), "{hit}");
+    hit
+}
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): Debian's python3-doc"]
+fn html_pages_give_main_content_heading_paths_and_element_paths() {
+    let docs = python_docs();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let pages = [docs.join("json.html"), docs.join("os.html"), docs.join("pathlib.html")];
+    let args: Vec<&str> = pages.iter().map(|p| p.to_str().unwrap()).collect();
+    let mut add = vec!["add", "--chunker", "paragraphs"];
+    add.extend(&args);
+    assert_eq!(json(&store, &add)["added"], 3);
+
+    let hit = top_hit(&store, "Serialize obj as a JSON formatted stream to fp", None);
+    assert_eq!(hit["doc_id"], args[0]);
+    assert!(hit["text"].as_str().unwrap().starts_with("Serialize obj as a JSON formatted stream"));
+    assert!(hit["headings"].as_str().unwrap().ends_with("## Basic Usage"), "{hit}");
+    assert_eq!(
+        hit["locations"][0]["element"],
+        "/html/body/div[3]/div[1]/div/div/section/section[1]/dl[1]/dd/p[1]"
+    );
+    let shown = json(&store, &["show", args[0]]);
+    assert_eq!(shown["title"], "json — JSON encoder and decoder — Python 3.11.2 documentation");
+    let text = shown["text"].as_str().unwrap();
+    assert!(text.starts_with("# json — JSON encoder and decoder"), "navigation is left out");
+    assert!(!text.contains("Table of Contents") && !text.contains("¶"));
+    assert!(text.contains("```\n>>> import json"), "examples are fenced code");
+}
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): Debian's live-manual-epub"]
+fn epub_books_in_english_and_japanese() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let en = format!("{LIVE_MANUAL}/live-manual.en.epub");
+    let ja = format!("{LIVE_MANUAL}/live-manual.ja.epub");
+    let added = json(&store, &["add", &en, &ja, "--analyzer", "cjk", "--chunker", "paragraphs"]);
+    assert_eq!(added["added"], 2);
+    let path = "OEBPS/customizing-run-time-behaviours.xhtml#/html/body/div/div[50]/p";
+
+    let hit =
+        top_hit(&store, "reboot into your live medium with the boot parameter persistence", None);
+    assert_eq!(hit["doc_id"], en.as_str());
+    assert_eq!(
+        hit["text"],
+        "Now, reboot into your live medium with the boot parameter \"persistence\"."
+    );
+    assert_eq!(hit["locations"][0]["element"], path);
+    assert!(hit["headings"].as_str().unwrap().contains("Customizing run time behaviours"));
+
+    let hit =
+        top_hit(&store, "ブートパラメータ「persistence」を指定して Live メディアでリブート", None);
+    assert_eq!(hit["doc_id"], ja.as_str());
+    assert_eq!(
+        hit["text"],
+        "ブートパラメータ「persistence」を指定して Live メディアでリブートします。"
+    );
+    assert_eq!(hit["locations"][0]["element"], path);
+    assert_eq!(json(&store, &["show", &ja])["title"], "Live システムマニュアル");
+}
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): Debian's live-manual-epub"]
+fn broken_books_are_named_and_skippable() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(format!("{LIVE_MANUAL}/live-manual.en.epub")).unwrap();
+    let books = dir.path().join("books");
+    std::fs::create_dir(&books).unwrap();
+    std::fs::write(books.join("truncated.epub"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(books.join("whole.epub"), &bytes).unwrap();
+    std::fs::write(
+        books.join("empty.html"),
+        "<html><body><nav>only navigation</nav></body></html>",
+    )
+    .unwrap();
+    let store = dir.path().join("s");
+    let (code, err) = fails(&store, &["add", books.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("truncated.epub") && err.contains("not an EPUB"), "{err}");
+    assert!(err.contains("empty.html") && err.contains("empty"), "{err}");
+    assert!(!store.exists() || json(&store, &["stats"])["stats"]["documents"] == 0);
+    let added = json(&store, &["add", books.to_str().unwrap(), "--keep-going"]);
+    assert_eq!(added["added"], 1);
+    assert_eq!(added["skipped"].as_array().unwrap().len(), 2);
+}
