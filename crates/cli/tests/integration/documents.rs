@@ -1,9 +1,10 @@
-//! Real documents from Debian's packages (installed by scripts/test.sh): the Python
-//! documentation's HTML (python3-doc) and the Live Systems manual's EPUBs in English and
-//! Japanese (live-manual-epub). For each format, search finds a known sentence, its span's
-//! bytes are the stored text's, and its element path is the one checked by hand (the EPUB
-//! paths against Python's `ElementTree` on the XHTML; the HTML path against the page source).
-//! Broken files are named errors that `--keep-going` skips.
+//! Real documents from Debian's packages (installed or unpacked by scripts/test.sh): the Python
+//! documentation's HTML (python3-doc), the Live Systems manual's EPUBs in English and Japanese
+//! (live-manual-epub), and Word documents: the `PreviSat` manual in English and French (previsat)
+//! and a Lewis Carroll chapter (python3-pattern's test corpora). For each format, search finds
+//! a known sentence, its span's bytes are the stored text's, and its element path is the one
+//! checked by hand (EPUB and DOCX paths against Python's `ElementTree` on the XML; the HTML
+//! path against the page source). Broken files are named errors that `--keep-going` skips.
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +26,14 @@ fn python_docs() -> PathBuf {
 }
 
 const LIVE_MANUAL: &str = "/usr/share/doc/live-manual/epub";
+
+/// Where scripts/test.sh unpacked the Debian packages that carry Word documents.
+fn unpacked() -> PathBuf {
+    std::env::var_os("CKEEP_DOCUMENTS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/documents"),
+        PathBuf::from,
+    )
+}
 
 /// The first result of a BM25 search, checked against the stored text: every span's bytes
 /// are in the result's text, and there is one location per span.
@@ -105,6 +114,48 @@ fn epub_books_in_english_and_japanese() {
     );
     assert_eq!(hit["locations"][0]["element"], path);
     assert_eq!(json(&store, &["show", &ja])["title"], "Live システムマニュアル");
+}
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): Word documents from Debian's previsat and python3-pattern"]
+fn word_documents_in_english_and_french() {
+    let root = unpacked();
+    let manuals = root.join("usr/share/Astropedia/PreviSat/doc");
+    let carroll = root.join("usr/share/doc/python3-pattern/test/corpora/carroll-lookingglass.docx");
+    let en = manuals.join("PreviSat_en.docx");
+    let fr = manuals.join("PreviSat_fr.docx");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let files = [&en, &fr, &carroll].map(|p| p.to_str().unwrap());
+    let added = json(&store, &["add", files[0], files[1], files[2], "--chunker", "sentences"]);
+    assert_eq!(added["added"], 3);
+
+    let hit = top_hit(&store, "free open source software to track artificial satellites", None);
+    assert_eq!(hit["doc_id"], en.to_str().unwrap());
+    assert_eq!(
+        hit["text"],
+        "PreviSat is free open source software to track artificial satellites on a world map."
+    );
+    assert_eq!(hit["locations"][0]["element"], "/w:document/w:body/w:p[42]");
+    assert_eq!(
+        hit["headings"], "# Overview",
+        "heading styles (`heading 1`, id Titre1) are headings"
+    );
+
+    let hit =
+        top_hit(&store, "logiciel libre permettant de suivre les satellites artificiels", None);
+    assert_eq!(hit["doc_id"], fr.to_str().unwrap());
+    assert_eq!(hit["locations"][0]["element"], "/w:document/w:body/w:p[42]");
+    assert_eq!(hit["headings"], "# Présentation");
+
+    let hit = top_hit(&store, "What volcano said the King", None);
+    assert_eq!(hit["doc_id"], carroll.to_str().unwrap());
+    assert_eq!(hit["text"], "'What volcano?'", "UAX #29 ends a sentence after ?'");
+    assert_eq!(hit["locations"][0]["element"], "/w:document/w:body/w:p[27]");
+
+    let text = json(&store, &["show", en.to_str().unwrap()])["text"].as_str().unwrap().to_string();
+    assert!(text.starts_with("# Overview"), "the table of contents is left out");
+    assert!(text.contains("| "), "tables are rows");
 }
 
 #[test]

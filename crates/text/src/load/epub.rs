@@ -2,17 +2,9 @@
 //! page (see `html`), one document per book. Element paths are prefixed with the member's
 //! name inside the archive (`OEBPS/ch01.xhtml#/html/body/p[3]`).
 
-// Each XML reader here wants a few of quick-xml's events; any other kind, a new one included,
-// is one more to skip.
-#![allow(clippy::wildcard_enum_match_arm)]
-
 use std::collections::{HashMap, HashSet};
-use std::io::{Cursor, Read};
 
-use quick_xml::Reader;
-use quick_xml::events::{BytesStart, Event};
-use zip::ZipArchive;
-
+use super::archive::{self, Archive};
 use super::blocks::Blocks;
 use super::html;
 
@@ -24,16 +16,16 @@ pub(crate) struct Book {
 
 /// Reads an EPUB's bytes; a member may inflate to at most `max_bytes`.
 pub(crate) fn book(bytes: &[u8], max_bytes: u64) -> Result<Book, String> {
-    let mut zip = ZipArchive::new(Cursor::new(bytes))
-        .map_err(|e| format!("not an EPUB (a zip archive): {e}"))?;
-    let container = member(&mut zip, "META-INF/container.xml", max_bytes)?;
-    let opf_path = first_attr(&container, "rootfile", "full-path")?
+    let mut zip = archive::open(bytes, "an EPUB")?;
+    let container = archive::member(&mut zip, "META-INF/container.xml", max_bytes)?;
+    let opf_path = archive::xml(&container, "META-INF/container.xml")?
+        .descendants()
+        .find(|n| n.tag_name().name() == "rootfile")
+        .and_then(|n| n.attribute("full-path").map(str::to_string))
         .ok_or("META-INF/container.xml names no package document (rootfile)")?;
-    if let Ok(encryption) = member(&mut zip, "META-INF/encryption.xml", max_bytes) {
-        refuse_encrypted(&encryption)?;
-    }
-    let opf = member(&mut zip, &opf_path, max_bytes)?;
-    let package = package(&opf)?;
+    refuse_encrypted(&mut zip, max_bytes)?;
+    let opf = archive::member(&mut zip, &opf_path, max_bytes)?;
+    let package = package(&opf, &opf_path)?;
     let base = opf_path.rsplit_once('/').map_or("", |(dir, _)| dir);
     let mut blocks = Blocks::default();
     let mut read = HashSet::new();
@@ -48,27 +40,10 @@ pub(crate) fn book(bytes: &[u8], max_bytes: u64) -> Result<Book, String> {
         if !read.insert(name.clone()) {
             continue;
         }
-        let xhtml = member(&mut zip, &name, max_bytes)?;
+        let xhtml = archive::member(&mut zip, &name, max_bytes)?;
         blocks = html::page(&xhtml, &format!("{name}#"), blocks).blocks;
     }
     Ok(Book { title: package.title, blocks })
-}
-
-/// A member's text; missing, oversized or non-UTF-8 members are errors that name it.
-fn member(
-    zip: &mut ZipArchive<Cursor<&[u8]>>,
-    name: &str,
-    max_bytes: u64,
-) -> Result<String, String> {
-    let entry = zip.by_name(name).map_err(|e| format!("{name}: {e}"))?;
-    let mut bytes = Vec::new();
-    entry.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| format!("{name}: {e}"))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(format!("{name} inflates to more than {max_bytes} bytes"));
-    }
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes).to_vec();
-    String::from_utf8(bytes)
-        .map_err(|e| format!("{name}: not UTF-8 (byte {})", e.utf8_error().valid_up_to()))
 }
 
 /// What the package document says: title, manifest (id → href, media type), spine.
@@ -78,86 +53,36 @@ struct Package {
     spine: Vec<String>,
 }
 
-fn package(opf: &str) -> Result<Package, String> {
-    let mut reader = Reader::from_str(opf);
-    let mut package = Package { title: String::new(), manifest: HashMap::new(), spine: Vec::new() };
-    let mut in_title = false;
-    loop {
-        match reader.read_event().map_err(|e| format!("package document: {e}"))? {
-            Event::Start(e) | Event::Empty(e) => match e.local_name().as_ref() {
-                "title" if package.title.is_empty() => in_title = true,
-                "item" => {
-                    let (Some(id), Some(href)) = (attr(&e, "id"), attr(&e, "href")) else {
-                        continue;
-                    };
-                    let media = attr(&e, "media-type").unwrap_or_default();
-                    package.manifest.insert(id, (href, media));
-                }
-                "itemref" => package.spine.extend(attr(&e, "idref")),
-                _ => {}
-            },
-            Event::Text(t) if in_title => package.title.push_str(&t.xml10_content()),
-            Event::GeneralRef(r) if in_title => package.title.push_str(&entity(&r)),
-            Event::End(e) if e.local_name().as_ref() == "title" => in_title = false,
-            Event::Eof => break,
-            _ => {}
-        }
+fn package(opf: &str, name: &str) -> Result<Package, String> {
+    let doc = archive::xml(opf, name)?;
+    let named =
+        |local: &'static str| doc.descendants().filter(move |n| n.tag_name().name() == local);
+    let title = named("title").next().and_then(|t| t.text()).unwrap_or_default().trim().to_string();
+    let manifest = named("item")
+        .filter_map(|item| {
+            let media = item.attribute("media-type").unwrap_or_default().to_string();
+            Some((item.attribute("id")?.to_string(), (item.attribute("href")?.to_string(), media)))
+        })
+        .collect();
+    let spine: Vec<String> =
+        named("itemref").filter_map(|r| r.attribute("idref").map(str::to_string)).collect();
+    if spine.is_empty() {
+        return Err(format!("{name}: the package document has an empty spine"));
     }
-    package.title = package.title.trim().to_string();
-    if package.spine.is_empty() {
-        return Err("the package document has an empty spine".into());
-    }
-    Ok(package)
+    Ok(Package { title, manifest, spine })
 }
 
 /// Content documents encrypted for DRM cannot be read (obfuscated fonts are fine).
-fn refuse_encrypted(encryption: &str) -> Result<(), String> {
-    let mut reader = Reader::from_str(encryption);
-    loop {
-        match reader.read_event().map_err(|e| format!("META-INF/encryption.xml: {e}"))? {
-            Event::Start(e) | Event::Empty(e) if e.local_name().as_ref() == "CipherReference" => {
-                let uri = attr(&e, "URI").unwrap_or_default();
-                if uri.contains("htm") {
-                    return Err(format!("encrypted (DRM): {uri} cannot be read"));
-                }
-            }
-            Event::Eof => return Ok(()),
-            _ => {}
-        }
-    }
-}
-
-/// The first `element`'s `name` attribute in `xml`.
-fn first_attr(xml: &str, element: &str, name: &str) -> Result<Option<String>, String> {
-    let mut reader = Reader::from_str(xml);
-    loop {
-        match reader.read_event().map_err(|e| e.to_string())? {
-            Event::Start(e) | Event::Empty(e) if e.local_name().as_ref() == element => {
-                return Ok(attr(&e, name));
-            }
-            Event::Eof => return Ok(None),
-            _ => {}
-        }
-    }
-}
-
-/// An attribute's unescaped value, by local name.
-pub(super) fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
-    e.attributes().flatten().find(|a| a.key.local_name().as_ref() == name).and_then(|a| {
-        a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
-            .ok()
-            .map(std::borrow::Cow::into_owned)
-    })
-}
-
-/// The text of an entity or character reference (`&amp;`, `&#x4E2D;`); unknown ones as written.
-pub(super) fn entity(r: &quick_xml::events::BytesRef<'_>) -> String {
-    if let Ok(Some(c)) = r.resolve_char_ref() {
-        return c.to_string();
-    }
-    let name = r.xml10_content();
-    quick_xml::escape::resolve_predefined_entity(&name)
-        .map_or_else(|| format!("&{name};"), str::to_string)
+fn refuse_encrypted(zip: &mut Archive<'_>, max_bytes: u64) -> Result<(), String> {
+    let name = "META-INF/encryption.xml";
+    let Ok(encryption) = archive::member(zip, name, max_bytes) else { return Ok(()) };
+    let doc = archive::xml(&encryption, name)?;
+    let content = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "CipherReference")
+        .filter_map(|n| n.attribute("URI"))
+        .find(|uri| uri.contains("htm"));
+    content.map_or(Ok(()), |uri| Err(format!("encrypted (DRM): {uri} cannot be read")))
 }
 
 /// `href` (percent-encoded, relative to the package document's folder) as a member name.
@@ -197,6 +122,8 @@ fn percent_decode(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Cursor;
+
     use super::*;
 
     #[test]

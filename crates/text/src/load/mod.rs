@@ -8,7 +8,9 @@
 //! read whatever its extension (as plain text when the extension is unknown). Each format that
 //! needs parsing has its own file (`jsonl`, `markdown`).
 
+mod archive;
 mod blocks;
+mod docx;
 mod dom;
 mod epub;
 mod html;
@@ -58,10 +60,12 @@ pub enum Format {
     Html,
     /// An EPUB book: the XHTML of its spine in reading order, read as HTML pages.
     Epub,
+    /// A Word document (DOCX): paragraphs, heading styles as headings, tables as rows.
+    Docx,
 }
 
 /// The extensions a directory walk reads, for messages.
-pub const KNOWN_EXTENSIONS: &str = "txt, md, rst, ipynb, jsonl, html, epub";
+pub const KNOWN_EXTENSIONS: &str = "txt, md, rst, ipynb, jsonl, html, epub, docx";
 
 impl Format {
     /// The format implied by a file extension, if it is one we read inside directories.
@@ -74,6 +78,7 @@ impl Format {
             "jsonl" | "ndjson" => Format::Jsonl,
             "html" | "htm" | "xhtml" => Format::Html,
             "epub" => Format::Epub,
+            "docx" => Format::Docx,
             _ => return None,
         })
     }
@@ -214,14 +219,24 @@ impl Loader {
             Source::Stdin(_) => None,
         }
         .unwrap_or_default();
-        if format == Format::Epub {
-            let book = epub::book(&bytes, self.opts.max_doc_bytes)
+        // Packaged formats are read from their bytes; their text is extracted, not decoded.
+        let packaged = match format {
+            Format::Epub => {
+                Some(epub::book(&bytes, self.opts.max_doc_bytes).map(|b| (b.title, b.blocks)))
+            }
+            Format::Docx => {
+                Some(docx::word(&bytes, self.opts.max_doc_bytes).map(|w| (w.title, w.blocks)))
+            }
+            Format::Plain | Format::Markdown | Format::Notebook | Format::Jsonl | Format::Html => {
+                None
+            }
+        };
+        if let Some(extracted) = packaged {
+            let (title, blocks) = extracted
                 .map_err(|m| Error::Malformed { origin: origin.clone(), problems: vec![(0, m)] })?;
-            let title = if book.title.is_empty() { stem } else { book.title };
-            return Ok(Loaded {
-                documents: vec![self.extracted(&origin, title, book.blocks)?],
-                warnings: Vec::new(),
-            });
+            let title = if title.is_empty() { stem } else { title };
+            let documents = vec![self.extracted(&origin, title, blocks)?];
+            return Ok(Loaded { documents, warnings: Vec::new() });
         }
         let decoded = decode(bytes, &origin, self.opts.lossy)?;
         let mut loaded = Loaded::default();
@@ -247,7 +262,7 @@ impl Loader {
                 vec![self.single(&origin, title, text)?]
             }
             Format::Jsonl => self.jsonl(&origin, &text)?,
-            Format::Epub => unreachable!("read from its bytes above"),
+            Format::Epub | Format::Docx => unreachable!("read from their bytes above"),
             Format::Html => {
                 let page = html::page(&text, "", blocks::Blocks::default());
                 let title = if page.title.is_empty() { stem } else { page.title };
