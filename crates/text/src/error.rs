@@ -58,6 +58,15 @@ pub enum Error {
         /// `(line number, message)`; line 0 stands for the whole file.
         problems: Vec<(usize, String)>,
     },
+    /// A PDF, EPUB or DOCX whose text cannot be extracted: damaged, truncated, encrypted,
+    /// scanned without a text layer, or not of its format (user error).
+    #[error("{origin}: {reason}")]
+    Unreadable {
+        /// The file.
+        origin: String,
+        /// Why, in words that suggest what to do.
+        reason: String,
+    },
     /// A chunker spec could not be parsed (user error).
     #[error("invalid chunker spec `{spec}`: {message}")]
     ChunkerSpec {

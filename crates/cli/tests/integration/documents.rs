@@ -1,16 +1,18 @@
 //! Real documents from Debian's packages (installed or unpacked by scripts/test.sh): the Python
 //! documentation's HTML (python3-doc), the Live Systems manual's EPUBs in English and Japanese
-//! (live-manual-epub), and Word documents: the `PreviSat` manual in English and French (previsat)
-//! and a Lewis Carroll chapter (python3-pattern's test corpora). For each format, search finds
-//! a known sentence, its span's bytes are the stored text's, and its element path is the one
-//! checked by hand (EPUB and DOCX paths against Python's `ElementTree` on the XML; the HTML
-//! path against the page source). Broken files are named errors that `--keep-going` skips.
+//! (live-manual-epub), Word documents and PDFs: the `PreviSat` manual in English and French
+//! (previsat) and Lewis Carroll (python3-pattern's test corpora). For each format, search finds
+//! a known sentence, its span's bytes are the stored text's, and its element path or page is
+//! the one checked by hand (EPUB and DOCX paths against Python's `ElementTree` on the XML; the
+//! HTML path against the page source; PDF pages against pypdf). Broken files are named errors
+//! that `--keep-going` skips.
 
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::{fails, json};
+use crate::{fails, json, ok};
 
 fn python_docs() -> PathBuf {
     let found = std::fs::read_dir("/usr/share/doc")
@@ -159,8 +161,73 @@ fn word_documents_in_english_and_french() {
 }
 
 #[test]
-#[ignore = "real tier (scripts/test.sh): Debian's live-manual-epub"]
-fn broken_books_are_named_and_skippable() {
+#[ignore = "real tier (scripts/test.sh): PDFs from Debian's previsat and python3-pattern"]
+fn pdf_pages_in_english_and_french() {
+    let root = unpacked();
+    let manuals = root.join("usr/share/Astropedia/PreviSat/doc");
+    let carroll = root.join("usr/share/doc/python3-pattern/test/corpora/carroll-wonderland.pdf");
+    let (en, fr) = (manuals.join("PreviSat_en.pdf"), manuals.join("PreviSat_fr.pdf"));
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let files = [&en, &fr, &carroll].map(|p| p.to_str().unwrap());
+    let added = json(&store, &["add", files[0], files[1], files[2], "--chunker", "paragraphs"]);
+    assert_eq!(added["added"], 3);
+
+    let hit = top_hit(&store, "free open source software to track artificial satellites", None);
+    assert_eq!(hit["doc_id"], files[0]);
+    assert!(hit["text"].as_str().unwrap().starts_with(
+        "PreviSat is free open source software to track artificial satellites on a world map. It is developed"
+    ));
+    assert_eq!(hit["locations"][0]["pages"], serde_json::json!([3]));
+    let hit =
+        top_hit(&store, "logiciel libre permettant de suivre les satellites artificiels", None);
+    assert_eq!(hit["doc_id"], files[1]);
+    assert_eq!(hit["locations"][0]["pages"], serde_json::json!([3]));
+    let hit = top_hit(&store, "Curiouser and curiouser cried Alice", None);
+    assert_eq!(hit["doc_id"], files[2]);
+    assert_eq!(hit["locations"][0]["pages"], serde_json::json!([10]));
+
+    // Running headers and page numbers are gone; lines are joined into paragraphs.
+    let text = json(&store, &["show", files[2]])["text"].as_str().unwrap().to_string();
+    assert!(text.split("\n\n").all(|block| !block.trim().chars().all(|c| c.is_ascii_digit())));
+    assert!(!text.contains("CHAPTER"), "the running title of even pages (`18 CHAPTER 1. …`)");
+    assert!(text.contains("leave off this minute"), "ligatures (ﬀ) are letters again");
+    let chunks = ok(&store, &["show", files[2], "--chunks"]);
+    assert!(chunks.contains("@ p. 10"), "show --chunks gives pages");
+}
+
+/// A well-formed one-page PDF whose page draws nothing: what a scan without OCR looks like to a
+/// text extractor.
+fn textless_pdf() -> Vec<u8> {
+    let objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        "<< /Length 0 >>\nstream\n\nendstream",
+    ];
+    let mut pdf = String::from("%PDF-1.4\n");
+    let mut offsets = Vec::new();
+    for (i, object) in objects.iter().enumerate() {
+        offsets.push(pdf.len());
+        write!(pdf, "{} 0 obj\n{object}\nendobj\n", i + 1).unwrap();
+    }
+    let xref = pdf.len();
+    write!(pdf, "xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).unwrap();
+    for offset in offsets {
+        writeln!(pdf, "{offset:010} 00000 n ").unwrap();
+    }
+    write!(
+        pdf,
+        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+        objects.len() + 1
+    )
+    .unwrap();
+    pdf.into_bytes()
+}
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): Debian's live-manual-epub and previsat"]
+fn broken_files_are_named_and_skippable() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(format!("{LIVE_MANUAL}/live-manual.en.epub")).unwrap();
     let books = dir.path().join("books");
@@ -172,13 +239,20 @@ fn broken_books_are_named_and_skippable() {
         "<html><body><nav>only navigation</nav></body></html>",
     )
     .unwrap();
+    let manual =
+        std::fs::read(unpacked().join("usr/share/Astropedia/PreviSat/doc/PreviSat_en.pdf"))
+            .unwrap();
+    std::fs::write(books.join("truncated.pdf"), &manual[..manual.len() / 2]).unwrap();
+    std::fs::write(books.join("scanned.pdf"), textless_pdf()).unwrap();
     let store = dir.path().join("s");
     let (code, err) = fails(&store, &["add", books.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("truncated.epub") && err.contains("not an EPUB"), "{err}");
     assert!(err.contains("empty.html") && err.contains("empty"), "{err}");
+    assert!(err.contains("truncated.pdf: not a readable PDF"), "{err}");
+    assert!(err.contains("scanned.pdf: no text layer"), "{err}");
     assert!(!store.exists() || json(&store, &["stats"])["stats"]["documents"] == 0);
     let added = json(&store, &["add", books.to_str().unwrap(), "--keep-going"]);
     assert_eq!(added["added"], 1);
-    assert_eq!(added["skipped"].as_array().unwrap().len(), 2);
+    assert_eq!(added["skipped"].as_array().unwrap().len(), 4);
 }

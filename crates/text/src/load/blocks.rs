@@ -6,7 +6,7 @@ use ckeep_core::script::{CjkScript, cjk_script};
 
 /// Chinese and Japanese characters and their full-width punctuation: written without spaces,
 /// so a line break between two of them is no word break.
-fn unspaced(c: char) -> bool {
+pub(crate) fn unspaced(c: char) -> bool {
     matches!(cjk_script(c), Some(CjkScript::Han | CjkScript::Hiragana | CjkScript::Katakana))
         || matches!(u32::from(c), 0x3000..=0x303F | 0xFF00..=0xFF65)
 }
@@ -26,21 +26,21 @@ impl Blocks {
     /// `#` gets a backslash before it, as in Markdown, so that the chunkers do not take a
     /// shell prompt or a C `#include` for a heading.
     pub(crate) fn push(&mut self, block: &str, path: &str, joined: bool) {
-        if block.lines().any(|l| l.trim_start().starts_with('#')) {
-            let escaped: Vec<String> = block
-                .lines()
-                .map(|l| {
-                    let indent = l.len() - l.trim_start().len();
-                    if l[indent..].starts_with('#') {
-                        format!("{}\\{}", &l[..indent], &l[indent..])
-                    } else {
-                        l.to_string()
-                    }
-                })
-                .collect();
-            return self.push_verbatim(&escaped.join("\n"), path, joined);
+        self.push_verbatim(&escape_headings(block), path, joined);
+    }
+
+    /// Appends the text of page `page` (1-based) after a blank line, `#` lines escaped.
+    pub(crate) fn push_page(&mut self, text: &str, page: u32) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
         }
-        self.push_verbatim(block, path, joined);
+        if !self.text.is_empty() {
+            self.text.push_str("\n\n");
+        }
+        self.map.starts.push(self.text.len());
+        self.map.pages.push(page);
+        self.text.push_str(&escape_headings(text));
     }
 
     /// Appends a block as it is: a Markdown heading line or a fenced code block.
@@ -80,6 +80,25 @@ impl Blocks {
         );
         (self.text, serde_json::Value::Object(metadata))
     }
+}
+
+/// `block` with a backslash before every line that starts with `#` (after indentation).
+fn escape_headings(block: &str) -> std::borrow::Cow<'_, str> {
+    if !block.lines().any(|l| l.trim_start().starts_with('#')) {
+        return block.into();
+    }
+    let escaped: Vec<String> = block
+        .lines()
+        .map(|l| {
+            let indent = l.len() - l.trim_start().len();
+            if l[indent..].starts_with('#') {
+                format!("{}\\{}", &l[..indent], &l[indent..])
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    escaped.join("\n").into()
 }
 
 /// Inline text as a reader sees it: runs of white space become one space, except that a line

@@ -16,6 +16,7 @@ mod epub;
 mod html;
 mod jsonl;
 mod markdown;
+mod pdf;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -62,10 +63,12 @@ pub enum Format {
     Epub,
     /// A Word document (DOCX): paragraphs, heading styles as headings, tables as rows.
     Docx,
+    /// A PDF: each page's text in paragraphs, running headers and footers dropped.
+    Pdf,
 }
 
 /// The extensions a directory walk reads, for messages.
-pub const KNOWN_EXTENSIONS: &str = "txt, md, rst, ipynb, jsonl, html, epub, docx";
+pub const KNOWN_EXTENSIONS: &str = "txt, md, rst, ipynb, jsonl, html, epub, docx, pdf";
 
 impl Format {
     /// The format implied by a file extension, if it is one we read inside directories.
@@ -79,6 +82,7 @@ impl Format {
             "html" | "htm" | "xhtml" => Format::Html,
             "epub" => Format::Epub,
             "docx" => Format::Docx,
+            "pdf" => Format::Pdf,
             _ => return None,
         })
     }
@@ -227,13 +231,14 @@ impl Loader {
             Format::Docx => {
                 Some(docx::word(&bytes, self.opts.max_doc_bytes).map(|w| (w.title, w.blocks)))
             }
+            Format::Pdf => Some(pdf::document(&bytes).map(|b| (String::new(), b))),
             Format::Plain | Format::Markdown | Format::Notebook | Format::Jsonl | Format::Html => {
                 None
             }
         };
         if let Some(extracted) = packaged {
-            let (title, blocks) = extracted
-                .map_err(|m| Error::Malformed { origin: origin.clone(), problems: vec![(0, m)] })?;
+            let (title, blocks) =
+                extracted.map_err(|reason| Error::Unreadable { origin: origin.clone(), reason })?;
             let title = if title.is_empty() { stem } else { title };
             let documents = vec![self.extracted(&origin, title, blocks)?];
             return Ok(Loaded { documents, warnings: Vec::new() });
@@ -262,7 +267,9 @@ impl Loader {
                 vec![self.single(&origin, title, text)?]
             }
             Format::Jsonl => self.jsonl(&origin, &text)?,
-            Format::Epub | Format::Docx => unreachable!("read from their bytes above"),
+            Format::Epub | Format::Docx | Format::Pdf => {
+                unreachable!("read from their bytes above")
+            }
             Format::Html => {
                 let page = html::page(&text, "", blocks::Blocks::default());
                 let title = if page.title.is_empty() { stem } else { page.title };
