@@ -80,6 +80,9 @@ pub enum Command {
     Search(SearchArgs),
     /// Print a stored document byte for byte, or its chunks with spans.
     Show(ShowArgs),
+    /// Print the text `add` would store for files, without a store: what a PDF, HTML, EPUB or
+    /// DOCX file becomes, with its pages or element paths under --json; --stats measures it.
+    Extract(ExtractArgs),
     /// Counts and sizes of the store.
     Stats,
     /// Remove documents by id.
@@ -676,6 +679,26 @@ pub struct ShowArgs {
     /// List the chunks with their spans, depth, parent and heading path instead of the text.
     #[arg(long)]
     pub chunks: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// Files or directories, read as `add` reads them.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Print, per format, files, documents, bytes in and out, pages and throughput instead of
+    /// the text (the extraction benchmark's figures).
+    #[arg(long)]
+    pub stats: bool,
+    /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of rejecting the file.
+    #[arg(long)]
+    pub lossy: bool,
+    /// Skip inputs that cannot be loaded (reporting them) instead of stopping.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Largest document accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = ckeep_text::load::DEFAULT_MAX_DOC_BYTES)]
+    pub max_doc_bytes: u64,
 }
 
 #[derive(Debug, Args)]

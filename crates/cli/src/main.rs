@@ -85,6 +85,7 @@ fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
         Command::Sync(a) => commands::sync::run(store, a, cli.global.no_cache, out),
         Command::Search(a) => commands::search::run(store, a, cli.global.no_cache, out),
         Command::Show(a) => commands::show::run(store, a, out),
+        Command::Extract(a) => commands::extract::run(a, out),
         Command::Stats => commands::admin::stats(store, out),
         Command::Rm(a) => commands::admin::rm(store, a, out),
         Command::Check => commands::admin::check(store, out),

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod dedup;
 pub mod embed;
 pub mod eval;
+pub mod extract;
 #[cfg(feature = "server")]
 pub mod mcp;
 pub mod model;

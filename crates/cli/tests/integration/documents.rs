@@ -256,3 +256,29 @@ fn broken_files_are_named_and_skippable() {
     assert_eq!(added["added"], 1);
     assert_eq!(added["skipped"].as_array().unwrap().len(), 4);
 }
+
+#[test]
+fn extract_prints_the_text_add_would_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("tea.html");
+    std::fs::write(
+        &page,
+        "<html><head><title>Tea</title></head><body><nav>Home</nav><main><h1>Oolong</h1>\
+         <p>Oolong is partly oxidised.</p><p>乌龙茶产于福建。</p></main></body></html>",
+    )
+    .unwrap();
+    let unused_store = dir.path().join("never-made");
+    let text = ok(&unused_store, &["extract", page.to_str().unwrap()]);
+    assert_eq!(text, "# Oolong\n\nOolong is partly oxidised.\n\n乌龙茶产于福建。\n");
+    let doc = &json(&unused_store, &["extract", page.to_str().unwrap()])["documents"][0];
+    assert_eq!(doc["title"], "Tea");
+    assert_eq!(doc["metadata"]["source_map"]["paths"][2], "/html/body/main/p[2]");
+    let stats = json(&unused_store, &["extract", "--stats", page.to_str().unwrap()]);
+    assert_eq!(stats["formats"]["html"]["documents"], 1);
+    assert!(!unused_store.exists(), "extract needs no store");
+    let broken = dir.path().join("broken.pdf");
+    std::fs::write(&broken, b"%PDF-1.7 nothing else").unwrap();
+    let (code, err) = fails(&unused_store, &["extract", broken.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("broken.pdf: not a readable PDF"), "{err}");
+}

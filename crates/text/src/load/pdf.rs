@@ -25,9 +25,9 @@ use super::blocks::{Blocks, collapse_whitespace, unspaced};
 pub(crate) fn document(bytes: &[u8]) -> Result<Blocks, String> {
     // pdf-extract panics on some constructs it does not support; that is the file's problem,
     // reported as such, never a crash.
-    let pages = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
-        .map_err(|_| {
-            "the PDF parser failed on this file (an unsupported or damaged PDF)".to_string()
+    let pages = quietly(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
+        .map_err(|why| {
+            format!("the PDF parser failed on this file ({why}): an unsupported or damaged PDF")
         })?
         .map_err(|e| {
             let message = e.to_string();
@@ -50,6 +50,36 @@ pub(crate) fn document(bytes: &[u8]) -> Result<Blocks, String> {
         blocks.push_page(&paragraphs(lines), page);
     }
     Ok(blocks)
+}
+
+thread_local! {
+    /// Whether this thread is inside [`quietly`].
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, turning a panic into its message, without the panic report on stderr: a panic
+/// hook installed once stays silent on a thread inside this call and hands every other panic
+/// to the hook that was there before.
+fn quietly<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> Result<T, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    QUIET.with(|q| q.set(true));
+    let result = std::panic::catch_unwind(f);
+    QUIET.with(|q| q.set(false));
+    result.map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string())
+    })
 }
 
 /// A page's lines with runs of white space collapsed, ligatures spelled out, ends trimmed.
@@ -216,6 +246,13 @@ mod tests {
         // Too few pages to tell a running line from a repeated one.
         let two: Vec<Vec<String>> = (0..2).map(|_| lines("Title\n\nText")).collect();
         assert_eq!(paragraphs(&drop_running_lines(two)[0]), "Title\n\nText");
+    }
+
+    #[test]
+    fn panics_become_quiet_errors() {
+        assert_eq!(quietly(|| 7), Ok(7));
+        let failed = quietly(|| -> u8 { panic!("bad length of hexstring") });
+        assert_eq!(failed, Err("bad length of hexstring".into()));
     }
 
     #[test]
