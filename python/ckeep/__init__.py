@@ -106,6 +106,9 @@ class Result:
     headings: str = ""
     chunks: list[ResultChunk] = field(default_factory=list)
     explain: dict[str, Any] | None = None
+    #: Where each span came from, for documents extracted from a PDF (``{"pages": [3, 4]}``)
+    #: or an HTML, EPUB or DOCX file (``{"element": "/html/body/main/p[2]"}``); else empty.
+    locations: list[dict[str, Any]] = field(default_factory=list)
 
     def provenance(self) -> dict[str, Any]:
         """Where the result comes from, as plain JSON values (for framework metadata): doc id,
@@ -118,6 +121,7 @@ class Result:
             "spans": [[s.start, s.end] for s in self.spans],
             "char_spans": [[s.char_start, s.char_end] for s in self.spans],
             "chunk_ids": [c.chunk_id for c in self.chunks],
+            **({"locations": self.locations} if self.locations else {}),
         }
 
     @classmethod
@@ -139,6 +143,7 @@ class Result:
             headings=r.get("headings", ""),
             chunks=chunks,
             explain=r.get("explain"),
+            locations=r.get("locations", []),
         )
 
 
@@ -161,7 +166,8 @@ def _looks_like_path(text: str) -> bool:
     if "\n" in text or len(text) > 4096:
         return False
     return os.sep in text or "/" in text or Path(text).suffix.lower() in {
-        ".txt", ".md", ".markdown", ".ipynb", ".jsonl", ".rst",
+        ".txt", ".md", ".markdown", ".ipynb", ".jsonl", ".rst", ".html", ".htm", ".xhtml",
+        ".epub", ".docx", ".pdf",
     }
 
 

@@ -104,6 +104,23 @@ def test_texts_paths_metadata_and_removal(tmp_path: Path) -> None:
     assert store.stats()["stats"]["documents"] == 2
 
 
+def test_extracted_documents_carry_locations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "tea.html").write_text(
+        "<html><body><nav>Home</nav><main><h1>Tea</h1><p>Oolong is partly oxidised.</p>"
+        "<p>乌龙茶产于福建。</p></main></body></html>", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    store = ckeep.Store(tmp_path / "s")
+    assert store.add("tea.html", analyzer="cjk", chunker="sentences")["added"] == 1, "a bare name is a path"
+    hit = store.search("乌龙茶", mode="bm25")[0]
+    assert hit.text == "乌龙茶产于福建。"
+    assert hit.locations == [{"element": "/html/body/main/p[2]"}]
+    assert hit.provenance()["locations"] == hit.locations
+    plain = ckeep.Store(tmp_path / "plain")
+    plain.add(["Glaciers carve valleys."])
+    assert plain.search("glaciers")[0].locations == []
+    assert "locations" not in plain.search("glaciers")[0].provenance()
+
+
 def test_bad_input_raises_and_loses_nothing(tmp_path: Path) -> None:
     store = ckeep.Store(tmp_path / "s")
     store.add_documents([{"id": "a", "text": "alpha beta"}])
