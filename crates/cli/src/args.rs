@@ -485,15 +485,8 @@ pub struct AddArgs {
     /// the same as `,unit=tokens` in the chunker spec).
     #[arg(long, value_name = "UNIT", value_parser = parse_size_unit)]
     pub size_unit: Option<ckeep_text::chunk::SizeUnit>,
-    /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of rejecting the file.
-    #[arg(long)]
-    pub lossy: bool,
-    /// Skip inputs that cannot be loaded (reporting them) instead of stopping.
-    #[arg(long)]
-    pub keep_going: bool,
-    /// Largest document accepted, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = ckeep_text::load::DEFAULT_MAX_DOC_BYTES)]
-    pub max_doc_bytes: u64,
+    #[command(flatten)]
+    pub load: LoadFlags,
     /// Embed every chunk with this model (default: the store's model, if it has one); recorded
     /// in the store, which then only accepts the same model.
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
@@ -501,7 +494,6 @@ pub struct AddArgs {
 }
 
 #[derive(Debug, Args)]
-#[allow(clippy::struct_excessive_bools)] // one per flag, as clap reads them
 pub struct SyncArgs {
     /// Files or directories to mirror (each must exist).
     #[arg(required = true, value_name = "PATH")]
@@ -521,16 +513,8 @@ pub struct SyncArgs {
     /// Embed chunks with this model (default: the store's model, if it has one).
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
     pub model: Option<String>,
-    /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of rejecting the file.
-    #[arg(long)]
-    pub lossy: bool,
-    /// Skip inputs that cannot be loaded (reporting them; their stored documents are kept)
-    /// instead of stopping.
-    #[arg(long)]
-    pub keep_going: bool,
-    /// Largest document accepted, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = ckeep_text::load::DEFAULT_MAX_DOC_BYTES)]
-    pub max_doc_bytes: u64,
+    #[command(flatten)]
+    pub load: LoadFlags,
 }
 
 fn repr_help() -> String {
@@ -690,15 +674,33 @@ pub struct ExtractArgs {
     /// the text (the extraction benchmark's figures).
     #[arg(long)]
     pub stats: bool,
+    #[command(flatten)]
+    pub load: LoadFlags,
+}
+
+/// How `add`, `sync` and `extract` read their inputs.
+#[derive(Debug, Args)]
+pub struct LoadFlags {
     /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of rejecting the file.
     #[arg(long)]
     pub lossy: bool,
-    /// Skip inputs that cannot be loaded (reporting them) instead of stopping.
+    /// Skip inputs that cannot be loaded, reporting them, instead of stopping (for `sync`,
+    /// their stored documents are kept: the files are still there).
     #[arg(long)]
     pub keep_going: bool,
     /// Largest document accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = ckeep_text::load::DEFAULT_MAX_DOC_BYTES)]
     pub max_doc_bytes: u64,
+}
+
+impl LoadFlags {
+    /// A loader with these options.
+    pub fn loader(&self) -> ckeep_text::Loader {
+        ckeep_text::Loader::new(ckeep_text::LoadOptions {
+            lossy: self.lossy,
+            max_doc_bytes: self.max_doc_bytes,
+        })
+    }
 }
 
 #[derive(Debug, Args)]

@@ -6,8 +6,8 @@ use std::time::Instant;
 use anyhow::bail;
 use ckeep_engine::{Engine, IngestReport};
 use ckeep_store::{DynStore, StoreRead};
+use ckeep_text::Loader;
 use ckeep_text::load::{Checked, Source};
-use ckeep_text::{LoadOptions, Loader};
 use serde::Serialize;
 
 use crate::args::AddArgs;
@@ -41,7 +41,7 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     if args.paths.is_empty() {
         return derive_only(store, args, no_cache, out, started);
     }
-    let loader = Loader::new(LoadOptions { lossy: args.lossy, max_doc_bytes: args.max_doc_bytes });
+    let loader = args.load.loader();
     let sources = loader.sources(&args.paths)?;
     if sources.is_empty() {
         bail!(
@@ -52,7 +52,7 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     }
 
     // Pass 1: load and check every input before touching the store.
-    let checked = check_inputs(&loader, sources, args.keep_going, "added", out)?;
+    let checked = check_inputs(&loader, sources, args.load.keep_going, "added", out)?;
     let skipped = skipped(&checked);
     let Checked { loaded: valid, warnings, .. } = checked;
 
@@ -109,25 +109,39 @@ pub(crate) fn check_inputs(
     for w in &checked.warnings {
         out.warn(w);
     }
-    if !checked.failed.is_empty() {
-        let list: Vec<String> = checked.failed.iter().map(|(_, e)| e.to_string()).collect();
-        if !keep_going {
-            let message = format!(
-                "{} input(s) cannot be loaded; nothing was {verb} (use --keep-going to skip them):\n{}",
-                list.len(),
-                list.join("\n")
-            );
-            // The input's fault only when every failure is (a read error may be the machine's).
-            if checked.failed.iter().all(|(_, e)| e.is_user_error()) {
-                bail!(crate::UsageError(message));
-            }
-            bail!(message);
-        }
-        for s in &list {
-            out.warn(format!("skipped: {s}"));
-        }
-    }
+    let failures: Vec<&ckeep_text::Error> = checked.failed.iter().map(|(_, e)| e).collect();
+    refuse_or_skip(&failures, keep_going, verb, out)?;
     Ok(checked)
+}
+
+/// Inputs that did not load stop the command, every one named, unless `keep_going`, which
+/// skips them with a warning each.
+pub(crate) fn refuse_or_skip(
+    failures: &[&ckeep_text::Error],
+    keep_going: bool,
+    verb: &str,
+    out: &Output,
+) -> anyhow::Result<()> {
+    if failures.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    if !keep_going {
+        let message = format!(
+            "{} input(s) cannot be loaded; nothing was {verb} (use --keep-going to skip them):\n{}",
+            list.len(),
+            list.join("\n")
+        );
+        // The input's fault only when every failure is (a read error may be the machine's).
+        if failures.iter().all(|e| e.is_user_error()) {
+            bail!(crate::UsageError(message));
+        }
+        bail!(message);
+    }
+    for s in &list {
+        out.warn(format!("skipped: {s}"));
+    }
+    Ok(())
 }
 
 /// The sources `--keep-going` skipped, for the JSON report.

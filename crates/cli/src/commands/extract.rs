@@ -8,7 +8,6 @@ use std::time::Instant;
 use anyhow::bail;
 use ckeep_core::SourceMap;
 use ckeep_text::load::{Format, Source};
-use ckeep_text::{LoadOptions, Loader};
 use serde::Serialize;
 
 use crate::UsageError;
@@ -39,7 +38,7 @@ pub fn run(args: &ExtractArgs, out: &Output) -> anyhow::Result<ExitCode> {
     if args.paths.iter().any(|p| p.as_os_str() == "-") {
         bail!(UsageError("extract reads files and folders; pipe text to `ckeep add -`".into()));
     }
-    let loader = Loader::new(LoadOptions { lossy: args.lossy, max_doc_bytes: args.max_doc_bytes });
+    let loader = args.load.loader();
     let sources = loader.sources(&args.paths)?;
     let bar = out.progress(sources.len() as u64, "extracting");
     let mut stats: BTreeMap<&'static str, FormatStats> = BTreeMap::new();
@@ -73,23 +72,8 @@ pub fn run(args: &ExtractArgs, out: &Output) -> anyhow::Result<ExitCode> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if !failures.is_empty() {
-        let list: Vec<String> = failures.iter().map(ToString::to_string).collect();
-        if !args.keep_going {
-            let message = format!(
-                "{} input(s) cannot be loaded (use --keep-going to skip them):\n{}",
-                list.len(),
-                list.join("\n")
-            );
-            if failures.iter().all(ckeep_text::Error::is_user_error) {
-                bail!(UsageError(message));
-            }
-            bail!(message);
-        }
-        for s in &list {
-            out.warn(format!("skipped: {s}"));
-        }
-    }
+    let failures: Vec<&ckeep_text::Error> = failures.iter().collect();
+    super::add::refuse_or_skip(&failures, args.load.keep_going, "extracted", out)?;
     if args.stats {
         print_stats(&stats, out)?;
     } else if out.json {

@@ -6,7 +6,6 @@ use std::time::Instant;
 use anyhow::bail;
 use ckeep_engine::{Engine, SyncPlan, SyncReport};
 use ckeep_store::DynStore;
-use ckeep_text::{LoadOptions, Loader};
 use serde::Serialize;
 
 use super::add::{Skipped, check_inputs, open_with_model, skipped, stage_progress};
@@ -44,10 +43,10 @@ pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow
     if let Some(missing) = args.paths.iter().find(|p| !p.exists()) {
         bail!(UsageError(format!("{}: no such file or directory", missing.display())));
     }
-    let loader = Loader::new(LoadOptions { lossy: args.lossy, max_doc_bytes: args.max_doc_bytes });
+    let loader = args.load.loader();
     // A missing PATH is an error, never "everything under it was deleted".
     let sources = loader.sources(&args.paths)?;
-    let checked = check_inputs(&loader, sources, args.keep_going, "synced", out)?;
+    let checked = check_inputs(&loader, sources, args.load.keep_going, "synced", out)?;
     let skipped = skipped(&checked);
     let warnings = checked.warnings.clone();
 
