@@ -54,6 +54,9 @@ pub fn run(args: &ExtractArgs, out: &Output) -> anyhow::Result<ExitCode> {
         entry.seconds += started.elapsed().as_secs_f64();
         match result {
             Ok(l) => {
+                for w in &l.warnings {
+                    out.warn(w);
+                }
                 for doc in &l.documents {
                     entry.documents += 1;
                     entry.bytes_out += doc.text.len() as u64;

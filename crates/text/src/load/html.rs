@@ -53,6 +53,52 @@ const BLOCKS: &[&str] = &[
     "hr",
 ];
 
+/// HTML that is not UTF-8 (nor UTF-16 with a BOM) in the encoding it declares
+/// (`<meta charset>`, or `charset=` in a `Content-Type` meta), else in windows-1252, the HTML
+/// standard's fallback for pages that declare none; re-encoded as UTF-8 (the stored text) with
+/// a warning. UTF-8 pages, and pages that declare UTF-8, go on to the UTF-8 policy unchanged.
+pub(crate) fn decode_legacy(bytes: Vec<u8>, origin: &str, warnings: &mut Vec<String>) -> Vec<u8> {
+    let unicode_bom = bytes.starts_with(b"\xEF\xBB\xBF")
+        || bytes.starts_with(b"\xFF\xFE")
+        || bytes.starts_with(b"\xFE\xFF");
+    if unicode_bom || std::str::from_utf8(&bytes).is_ok() {
+        return bytes;
+    }
+    let declared = declared_charset(&bytes[..bytes.len().min(4096)]);
+    let encoding = match declared.as_deref().map(|l| encoding_rs::Encoding::for_label(l.as_bytes()))
+    {
+        Some(Some(e)) if e == encoding_rs::UTF_8 => return bytes,
+        Some(Some(e)) => e,
+        Some(None) | None => encoding_rs::WINDOWS_1252,
+    };
+    let (text, _, _) = encoding.decode(&bytes);
+    warnings.push(format!(
+        "{origin}: not UTF-8; read as {} ({})",
+        encoding.name(),
+        if declared.is_some() {
+            "its declared charset"
+        } else {
+            "no charset declared: the HTML standard's fallback"
+        }
+    ));
+    text.into_owned().into_bytes()
+}
+
+/// The label after the first `charset=` in a page's head, if any.
+fn declared_charset(head: &[u8]) -> Option<String> {
+    let lower = head.to_ascii_lowercase();
+    let at = lower.windows(8).position(|w| w == b"charset=")? + 8;
+    let label: String = lower[at..]
+        .iter()
+        .skip_while(|&&b| b == b'"' || b == b'\'' || b == b' ')
+        .take_while(|&&b| {
+            b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b':' || b == b'.'
+        })
+        .map(|&b| char::from(b))
+        .collect();
+    (!label.is_empty()).then_some(label)
+}
+
 /// An HTML page's title and its main content as text blocks.
 pub(crate) struct Page {
     pub title: String,
@@ -381,6 +427,29 @@ mod tests {
         assert_eq!(at("| Oolong"), "/html/body/div/table/tbody/tr[2]");
         assert_eq!(at("乌龙茶"), "/html/body/div/p[3]");
         assert_eq!(at("let x"), "/html/body/div/pre");
+    }
+
+    #[test]
+    fn legacy_encodings_are_read_as_declared_or_as_windows_1252() {
+        let mut warnings = Vec::new();
+        let latin1 = b"<html><body><p>Temps r\xe9el</p></body></html>".to_vec();
+        let read = decode_legacy(latin1, "a.html", &mut warnings);
+        assert!(String::from_utf8(read).unwrap().contains("Temps r\u{e9}el"));
+        assert!(warnings[0].contains("windows-1252"), "{warnings:?}");
+        let (sjis, _, _) =
+            encoding_rs::SHIFT_JIS.encode("<meta charset=\"Shift_JIS\"><p>日本語の文章</p>");
+        let read = decode_legacy(sjis.into_owned(), "b.html", &mut warnings);
+        assert!(String::from_utf8(read).unwrap().contains("日本語の文章"));
+        assert!(warnings[1].contains("Shift_JIS") && warnings[1].contains("declared"));
+        let utf8 = "<p>déjà</p>".as_bytes().to_vec();
+        assert_eq!(decode_legacy(utf8.clone(), "c.html", &mut warnings), utf8);
+        let lying = b"<meta charset=utf-8><p>\xff</p>".to_vec();
+        assert_eq!(
+            decode_legacy(lying.clone(), "d.html", &mut warnings),
+            lying,
+            "the UTF-8 policy decides"
+        );
+        assert_eq!(warnings.len(), 2);
     }
 
     #[test]

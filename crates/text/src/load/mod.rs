@@ -243,8 +243,13 @@ impl Loader {
             let documents = vec![self.extracted(&origin, title, blocks)?];
             return Ok(Loaded { documents, warnings: Vec::new() });
         }
-        let decoded = decode(bytes, &origin, self.opts.lossy)?;
         let mut loaded = Loaded::default();
+        let bytes = if format == Format::Html {
+            html::decode_legacy(bytes, &origin, &mut loaded.warnings)
+        } else {
+            bytes
+        };
+        let decoded = decode(bytes, &origin, self.opts.lossy)?;
         if decoded.replaced > 0 {
             loaded.warnings.push(format!(
                 "{origin}: replaced {} invalid UTF-8 sequence(s) with U+FFFD",
