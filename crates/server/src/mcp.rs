@@ -279,9 +279,8 @@ async fn load_path(path: String) -> Result<Vec<ckeep_core::Document>, ApiError> 
         }
         let mut docs = Vec::new();
         for source in &sources {
-            let loaded = loader
-                .load(source)
-                .map_err(|e| ApiError::invalid(format!("{}: {e}", source.name())))?;
+            // The loader's errors name the file already.
+            let loaded = loader.load(source).map_err(|e| ApiError::invalid(e.to_string()))?;
             docs.extend(loaded.documents);
         }
         Ok(docs)

@@ -54,6 +54,7 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     // Pass 1: load and check every input before touching the store.
     let checked = check_inputs(&loader, sources, args.load.keep_going, "added", out)?;
     let skipped = skipped(&checked);
+    let docs_total = checked.documents_known();
     let Checked { loaded: valid, warnings, .. } = checked;
 
     // Pass 2: chunk, index and write in batches.
@@ -65,8 +66,6 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     if let Some(unit) = args.size_unit {
         chunker = chunker.with_unit(unit)?;
     }
-    let docs_total: u64 =
-        valid.iter().map(|(_, l)| l.as_ref().map_or(0, |l| l.documents.len() as u64)).sum();
     let bar = out.progress(docs_total, "indexing");
     let mut ingest = engine.ingest(&chunker)?;
     ingest.require(&args.repr, &args.summarizer)?;

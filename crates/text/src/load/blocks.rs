@@ -3,6 +3,7 @@
 //! are made together and always agree.
 
 use ckeep_core::script::{CjkScript, cjk_script};
+use ckeep_core::{SOURCE_MAP_KEY, SourceMap};
 
 /// Chinese and Japanese characters and their full-width punctuation: written without spaces,
 /// so a line break between two of them is no word break.
@@ -10,7 +11,6 @@ pub(crate) fn unspaced(c: char) -> bool {
     matches!(cjk_script(c), Some(CjkScript::Han | CjkScript::Hiragana | CjkScript::Katakana))
         || matches!(u32::from(c), 0x3000..=0x303F | 0xFF00..=0xFF65)
 }
-use ckeep_core::{SOURCE_MAP_KEY, SourceMap};
 
 /// Extracted text and its source map, built in order.
 #[derive(Debug, Default)]
@@ -35,9 +35,7 @@ impl Blocks {
         if text.is_empty() {
             return;
         }
-        if !self.text.is_empty() {
-            self.text.push_str("\n\n");
-        }
+        self.separate(false);
         self.map.starts.push(self.text.len());
         self.map.pages.push(page);
         self.text.push_str(&escape_headings(text));
@@ -50,11 +48,17 @@ impl Blocks {
         if block.trim().is_empty() {
             return;
         }
+        self.separate(joined);
+        self.mark(path);
+        self.text.push_str(block);
+    }
+
+    /// What goes before a new block: nothing at the start, else a line break when `joined`
+    /// (list items, table rows), else a blank line.
+    fn separate(&mut self, joined: bool) {
         if !self.text.is_empty() {
             self.text.push_str(if joined { "\n" } else { "\n\n" });
         }
-        self.mark(path);
-        self.text.push_str(block);
     }
 
     fn mark(&mut self, path: &str) {
@@ -64,11 +68,6 @@ impl Blocks {
         }
         self.map.starts.push(self.text.len());
         self.map.paths.push(path.to_string());
-    }
-
-    /// Whether nothing but blank blocks was pushed.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.text.is_empty()
     }
 
     /// The text and the metadata that carries its source map.

@@ -91,6 +91,16 @@ impl Dom {
         })
     }
 
+    /// The text of every text node below `id`, as it is.
+    pub(crate) fn raw_text(&self, id: usize) -> String {
+        self.descendants(id)
+            .filter_map(|n| match self.kind(n) {
+                Kind::Text(t) => Some(t.as_str()),
+                Kind::Document | Kind::Element(_) | Kind::Other => None,
+            })
+            .collect()
+    }
+
     /// The nodes above `id`, nearest first.
     pub(crate) fn ancestors(&self, id: usize) -> impl Iterator<Item = usize> + '_ {
         std::iter::successors(self.nodes[id].parent, |&p| self.nodes[p].parent)
@@ -267,13 +277,6 @@ mod tests {
             names,
             ["html", "head", "body", "p", "b", "p", "b", "table", "tbody", "tr", "td"]
         );
-        let texts: String = dom
-            .descendants(Dom::ROOT)
-            .filter_map(|n| match dom.kind(n) {
-                Kind::Text(t) => Some(t.as_str()),
-                Kind::Document | Kind::Element(_) | Kind::Other => None,
-            })
-            .collect();
-        assert_eq!(texts, "abcdx");
+        assert_eq!(dom.raw_text(Dom::ROOT), "abcdx");
     }
 }

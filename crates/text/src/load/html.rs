@@ -126,11 +126,7 @@ pub(crate) fn page(html: &str, prefix: &str, into: Blocks) -> Page {
         .find(|&n| dom.is(n, "title"))
         .map(|t| {
             let mut title = String::new();
-            for n in dom.descendants(t) {
-                if let Kind::Text(s) = dom.kind(n) {
-                    collapse_whitespace(s, &mut title);
-                }
-            }
+            collapse_whitespace(&dom.raw_text(t), &mut title);
             title.trim().to_string()
         })
         .unwrap_or_default();
@@ -202,13 +198,7 @@ fn permalink(dom: &Dom, node: usize) -> bool {
     if e.name != "a" || !e.attr("href").is_some_and(|h| h.starts_with('#')) {
         return false;
     }
-    let text: String = dom
-        .descendants(node)
-        .filter_map(|d| match dom.kind(d) {
-            Kind::Text(t) => Some(t.as_str()),
-            Kind::Document | Kind::Element(_) | Kind::Other => None,
-        })
-        .collect();
+    let text = dom.raw_text(node);
     let text = text.trim();
     text.chars().count() <= 1 && !text.chars().any(char::is_alphanumeric)
 }

@@ -1,12 +1,13 @@
 //! Inputs to [`Document`]s: plain text, Markdown, Jupyter notebooks, JSONL (which also reads a
-//! BEIR `corpus.jsonl`) and directories of those.
+//! BEIR `corpus.jsonl`), HTML, EPUB, DOCX, PDF and directories of those.
 //!
 //! A file is loaded whole or not at all: one bad JSONL line rejects the file, with every bad line
 //! listed, so nothing is silently dropped. Directories are walked recursively in name order,
 //! skipping hidden files and whatever `.gitignore`/`.ignore`/`.ckeepignore` files exclude; inside
 //! a directory only files with a known text extension are read, while a file named explicitly is
 //! read whatever its extension (as plain text when the extension is unknown). Each format that
-//! needs parsing has its own file (`jsonl`, `markdown`).
+//! needs parsing has its own file (`jsonl`, `markdown`, `html`, `epub`, `docx`, `pdf`); the
+//! extracting ones build their text and source map through `blocks`.
 
 mod archive;
 mod blocks;
@@ -291,16 +292,14 @@ impl Loader {
         Ok(doc)
     }
 
-    /// A document of extracted text, its source map in the metadata.
+    /// A document of extracted text, its source map in the metadata (no text at all is
+    /// [`Error::Empty`], as for any file).
     fn extracted(
         &self,
         origin: &str,
         title: String,
         blocks: blocks::Blocks,
     ) -> Result<Document, Error> {
-        if blocks.is_empty() {
-            return Err(Error::Empty { origin: origin.to_string() });
-        }
         let (text, metadata) = blocks.finish();
         let mut doc = self.single(origin, title, text)?;
         doc.metadata = metadata;
