@@ -62,6 +62,8 @@ pub struct Ingest<'e, S: StoreWrite> {
     analyzer: Option<Analyzer>,
     pending: Vec<(Document, bool)>,
     pending_bytes: usize,
+    /// Ids to remove in the same transaction as the last batch (see [`Ingest::remove`]).
+    removals: Vec<String>,
     report: IngestReport,
 }
 
@@ -124,6 +126,7 @@ impl<S: StoreWrite> Engine<S> {
             analyzer,
             pending: Vec::new(),
             pending_bytes: 0,
+            removals: Vec::new(),
             report: IngestReport::default(),
         })
     }
@@ -158,6 +161,13 @@ impl<S: StoreWrite> Ingest<'_, S> {
         Ok(())
     }
 
+    /// Removes documents in the transaction that writes the last batch, so a reader sees the
+    /// documents added, replaced and removed by a small ingest (a watched folder's batch) all at
+    /// once. Ids not stored are ignored.
+    pub fn remove(&mut self, ids: impl IntoIterator<Item = String>) {
+        self.removals.extend(ids);
+    }
+
     /// Records representations and summarizers every document gets (see [`Engine::require`]);
     /// they are computed by [`Ingest::finish`].
     pub fn require(
@@ -176,6 +186,17 @@ impl<S: StoreWrite> Ingest<'_, S> {
     /// Writes pending documents as one transaction.
     pub fn flush(&mut self) -> Result<()> {
         if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.write_pending(&[])
+    }
+
+    /// Writes pending documents and removes `removed`, as one transaction.
+    fn write_pending(&mut self, removed: &[String]) -> Result<()> {
+        if self.pending.is_empty() {
+            if !removed.is_empty() {
+                self.engine.store.remove(removed)?;
+            }
             return Ok(());
         }
         let pending = std::mem::take(&mut self.pending);
@@ -228,7 +249,7 @@ impl<S: StoreWrite> Ingest<'_, S> {
             report.chunks += w.chunks.len() as u64;
             report.bytes += w.document.text.len() as u64;
         }
-        self.engine.store.write_batch(writes.into_iter().map(|(w, _)| w).collect())?;
+        self.engine.store.write_changes(writes.into_iter().map(|(w, _)| w).collect(), removed)?;
         self.report = report;
         Ok(())
     }
@@ -273,7 +294,8 @@ impl<S: StoreWrite> Ingest<'_, S> {
 
     /// [`Ingest::finish`], reporting the derivation's progress (LLM summaries take minutes).
     pub fn finish_with(mut self, progress: crate::DeriveProgress<'_>) -> Result<IngestReport> {
-        self.flush()?;
+        let removals = std::mem::take(&mut self.removals);
+        self.write_pending(&removals)?;
         self.report.derived = self.engine.derive(progress)?.stages;
         if self.engine.embedder.is_some() && !self.engine.background_index {
             self.report.vector_index_built = self.engine.refresh_vector_index()?;

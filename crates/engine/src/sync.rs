@@ -3,9 +3,10 @@
 //! removed.
 //!
 //! A sync is planned first ([`Engine::plan_sync`]: nothing is written, so `--dry-run` is the
-//! plan) and then applied ([`Engine::apply_sync`]). Every write is an ingest batch or the one
-//! removal, each a single transaction, so a sync killed midway leaves every document old or
-//! new, never half, and running it again finishes the job: what was written is unchanged now.
+//! plan) and then applied ([`Engine::apply_sync`]). Every write is an ingest batch (the last
+//! one also removes what is gone), each a single transaction, so a sync killed midway leaves
+//! every document old or new, never half, and running it again finishes the job: what was
+//! written is unchanged now.
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
@@ -108,8 +109,9 @@ impl<S: StoreRead> Engine<S> {
 }
 
 impl<S: StoreWrite> Engine<S> {
-    /// Writes `plan`: its new and changed documents in ingest batches with `chunker`, then
-    /// removes its gone documents in one transaction.
+    /// Writes `plan`: its new and changed documents in ingest batches with `chunker`, the last
+    /// of which also removes its gone documents, so a plan that fits one batch (a watched
+    /// folder's edits) is one transaction.
     pub fn apply_sync(
         &mut self,
         plan: SyncPlan,
@@ -128,22 +130,20 @@ impl<S: StoreWrite> Engine<S> {
                 ingest.add(doc)?;
             }
         }
+        ingest.remove(removed.iter().cloned());
         let ingest = ingest.finish_with(progress)?;
-        if !removed.is_empty() {
-            self.store.remove(&removed)?;
-        }
         Ok(SyncReport { added, replaced, unchanged, removed, ingest })
     }
 }
 
 /// `path` without `.` components, so `./docs/a.md` and `docs/a.md` compare equal.
-fn normal(path: &Path) -> PathBuf {
+pub(crate) fn normal(path: &Path) -> PathBuf {
     path.components().filter(|c| !matches!(c, Component::CurDir)).collect()
 }
 
 /// Whether `file` is `root` or lies below it (both normalised; a relative root holds only
 /// relative paths, as the loader makes them from a relative argument).
-fn within(file: &Path, root: &Path) -> bool {
+pub(crate) fn within(file: &Path, root: &Path) -> bool {
     file.is_absolute() == root.is_absolute() && file.starts_with(root)
 }
 

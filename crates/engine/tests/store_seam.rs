@@ -121,14 +121,11 @@ impl StoreWrite for Declining {
     fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
         self.0.set_aux(name, data)
     }
-    fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()> {
-        self.0.write_batch(docs)
+    fn write_changes(&mut self, docs: Vec<DocumentWrite>, removed: &[String]) -> Result<usize> {
+        self.0.write_changes(docs, removed)
     }
     fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize> {
         self.0.write_derived(batch)
-    }
-    fn remove(&mut self, ids: &[String]) -> Result<usize> {
-        self.0.remove(ids)
     }
 }
 

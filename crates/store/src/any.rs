@@ -169,13 +169,10 @@ impl<T: StoreWrite + ?Sized> StoreWrite for Box<T> {
     fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
         (**self).set_aux(name, data)
     }
-    fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()> {
-        (**self).write_batch(docs)
+    fn write_changes(&mut self, docs: Vec<DocumentWrite>, removed: &[String]) -> Result<usize> {
+        (**self).write_changes(docs, removed)
     }
     fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize> {
         (**self).write_derived(batch)
-    }
-    fn remove(&mut self, ids: &[String]) -> Result<usize> {
-        (**self).remove(ids)
     }
 }

@@ -6,7 +6,8 @@
 //! `#[test]` per property:
 //! 1. a written document reads back byte-identical, with its chunk tree and headings;
 //! 2. re-writing an id replaces the document and everything derived from it;
-//! 3. removing deletes documents, chunks, postings, vectors and summaries;
+//! 3. removing deletes documents, chunks, postings, vectors and summaries, also together with
+//!    writes in one change;
 //! 4. posting lists and lexical statistics are exact;
 //! 5. an invalid write fails as a whole and changes nothing;
 //! 6. vectors and summaries round-trip;
@@ -169,6 +170,16 @@ pub fn remove(store: &mut dyn StoreWrite) {
     assert_eq!(stats.chunks, 2);
     let s = store.stats().unwrap();
     assert_eq!((s.documents, s.chunks, s.leaf_chunks), (1, 3, 2));
+    // One change: `b` replaced, `c` added, `b2` removed, `nope` never there.
+    store.write_batch(vec![sample("b2", "gone soon")]).unwrap();
+    let before = store.generation().unwrap();
+    let changes = vec![sample("b", "kept text edited"), sample("c", "a new one")];
+    assert_eq!(store.write_changes(changes, &["b2".into(), "nope".into()]).unwrap(), 1);
+    assert_eq!(store.document_ids().unwrap(), ["b", "c"]);
+    assert_eq!(store.document("b").unwrap().unwrap().document.text, "kept text edited");
+    assert!(store.chunks_of("b2").unwrap().is_empty());
+    assert!(store.postings("plain", &["soon".into()]).unwrap().1[0].is_empty());
+    assert!(store.generation().unwrap() > before);
 }
 
 /// Property 4.

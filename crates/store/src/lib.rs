@@ -290,11 +290,20 @@ pub trait StoreWrite: StoreRead {
     /// Stores (or replaces) a named blob of derived data; its owner stamps it to detect
     /// staleness.
     fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()>;
-    /// Adds documents, replacing any stored under the same id, in one transaction.
-    fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()>;
+    /// Removes the documents `removed` (and everything derived from them), then adds `docs`,
+    /// replacing any stored under the same id, all in one transaction: a reader sees the whole
+    /// change or none of it (a watched folder's batch of edits and deletions). Returns how many
+    /// of `removed` existed.
+    fn write_changes(&mut self, docs: Vec<DocumentWrite>, removed: &[String]) -> Result<usize>;
     /// Adds entries derived from stored documents, in one transaction; returns for how many
     /// documents they were applied (documents removed or changed since are skipped).
     fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize>;
+    /// Adds documents, replacing any stored under the same id, in one transaction.
+    fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()> {
+        self.write_changes(docs, &[]).map(drop)
+    }
     /// Removes documents and everything derived from them; returns how many existed.
-    fn remove(&mut self, ids: &[String]) -> Result<usize>;
+    fn remove(&mut self, ids: &[String]) -> Result<usize> {
+        self.write_changes(Vec::new(), ids)
+    }
 }

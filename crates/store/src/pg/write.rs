@@ -269,17 +269,26 @@ pub(super) fn literal(s: &str) -> String {
 }
 
 impl PgStore {
-    /// Inserts documents (replacing stored ones of the same id) in one transaction.
-    fn insert_documents(&mut self, docs: &[&DocumentWrite]) -> Result<()> {
+    /// Removes the documents `removed` and inserts `docs` (replacing stored ones of the same
+    /// id) in one transaction; returns how many of `removed` existed.
+    fn change_documents(&mut self, docs: &[&DocumentWrite], removed: &[String]) -> Result<usize> {
         let mut client = self.connection()?;
         let mut tx = client.transaction()?;
         bump_generation(&mut tx)?;
+        let existed: Vec<i64> = tx
+            .query("SELECT key FROM ckeep.documents WHERE id = ANY($1)", &[&removed])?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
         let ids: Vec<&str> = docs.iter().map(|d| d.document.id.as_str()).collect();
-        let old: Vec<i64> = tx
+        let mut old: Vec<i64> = tx
             .query("SELECT key FROM ckeep.documents WHERE id = ANY($1)", &[&ids])?
             .iter()
             .map(|r| r.get(0))
             .collect();
+        old.extend(&existed);
+        old.sort_unstable();
+        old.dedup();
         delete_documents(&mut tx, &old)?;
         let keys = allocate(&mut tx, "ckeep.doc_keys", docs.len())?;
         let chunk_ids =
@@ -342,7 +351,7 @@ impl PgStore {
         tx.commit()?;
         drop(client);
         self.indexed.get_mut().extend(ensured);
-        Ok(())
+        Ok(existed.len())
     }
 }
 
@@ -369,7 +378,7 @@ impl StoreWrite for PgStore {
         Ok(())
     }
 
-    fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()> {
+    fn write_changes(&mut self, docs: Vec<DocumentWrite>, removed: &[String]) -> Result<usize> {
         for d in &docs {
             rules::validate(d)?;
             let doc = &d.document;
@@ -387,7 +396,7 @@ impl StoreWrite for PgStore {
             .filter(|(i, d)| last[d.document.id.as_str()] == *i)
             .map(|(_, d)| d)
             .collect();
-        self.insert_documents(&kept)
+        self.change_documents(&kept, removed)
     }
 
     fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize> {
@@ -452,19 +461,5 @@ impl StoreWrite for PgStore {
         drop(client);
         self.indexed.get_mut().extend(ensured);
         Ok(applied)
-    }
-
-    fn remove(&mut self, ids: &[String]) -> Result<usize> {
-        let mut client = self.connection()?;
-        let mut tx = client.transaction()?;
-        bump_generation(&mut tx)?;
-        let keys: Vec<i64> = tx
-            .query("SELECT key FROM ckeep.documents WHERE id = ANY($1)", &[&ids])?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        delete_documents(&mut tx, &keys)?;
-        tx.commit()?;
-        Ok(keys.len())
     }
 }

@@ -232,11 +232,18 @@ impl StoreWrite for SqliteStore {
         Ok(())
     }
 
-    fn write_batch(&mut self, docs: Vec<DocumentWrite>) -> Result<()> {
+    fn write_changes(&mut self, docs: Vec<DocumentWrite>, removed: &[String]) -> Result<usize> {
         for d in &docs {
             rules::validate(d)?;
         }
         let tx = self.conn.transaction()?;
+        let mut existed = 0;
+        for id in removed {
+            if let Some(key) = doc_key(&tx, id)? {
+                delete_document(&tx, key)?;
+                existed += 1;
+            }
+        }
         let mut postings = Vec::new();
         for d in &docs {
             if let Some(key) = doc_key(&tx, &d.document.id)? {
@@ -247,7 +254,7 @@ impl StoreWrite for SqliteStore {
         insert_postings(&tx, postings)?;
         bump_generation(&tx)?;
         tx.commit()?;
-        Ok(())
+        Ok(existed)
     }
 
     fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize> {
@@ -264,19 +271,5 @@ impl StoreWrite for SqliteStore {
         bump_generation(&tx)?;
         tx.commit()?;
         Ok(applied)
-    }
-
-    fn remove(&mut self, ids: &[String]) -> Result<usize> {
-        let tx = self.conn.transaction()?;
-        let mut removed = 0;
-        for id in ids {
-            if let Some(key) = doc_key(&tx, id)? {
-                delete_document(&tx, key)?;
-                removed += 1;
-            }
-        }
-        bump_generation(&tx)?;
-        tx.commit()?;
-        Ok(removed)
     }
 }
