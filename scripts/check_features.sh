@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo clippy --quiet -p ckeep-engine -p ckeep --no-default-features -- -D warnings
+cargo clippy --quiet -p ckeep --no-default-features --features watch -- -D warnings
 cargo build --quiet -p ckeep-engine --no-default-features
 heavy=$(cargo tree -p ckeep-engine --no-default-features -e normal --prefix none \
   | grep -E '^(tokio|postgres|tokio-postgres|pgvector|candle-[a-z]+) ' | sort -u || true)

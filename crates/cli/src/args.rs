@@ -76,6 +76,18 @@ pub enum Command {
     /// old or new and running it again finishes the job. Document ids are paths as given, so
     /// sync from the directory you added from (or give absolute paths).
     Sync(SyncArgs),
+    /// Keep the store in line with files and folders while running: sync once, then sync each
+    /// change as it happens.
+    ///
+    /// File-system events are gathered until none came for --debounce seconds (at most one
+    /// second after the first), and each batch is synced like `sync` limited to the paths that
+    /// changed: one transaction when it fits one ingest batch, so `ckeep serve` on the same
+    /// store shows each batch whole. Files that do not load yet (a PDF being written) are
+    /// reported and their stored documents kept. With --prune, documents whose file is deleted
+    /// are removed. --json prints one line per batch. Ctrl-C stops; every batch written is
+    /// committed, and a batch cut short is written again by the next `watch` or `sync`.
+    #[cfg(feature = "watch")]
+    Watch(WatchArgs),
     /// Search the store.
     Search(SearchArgs),
     /// Print a stored document byte for byte, or its chunks with spans.
@@ -191,6 +203,15 @@ pub struct ServeArgs {
     /// every acknowledged write at once. 0 reloads after every write.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
     pub refresh_interval: f64,
+    /// Also keep the store in line with these files or folders while serving (repeatable), as
+    /// `ckeep watch` does: each batch of changes is one write, seen whole by every query.
+    #[cfg(feature = "watch")]
+    #[arg(long, value_name = "PATH")]
+    pub watch: Vec<PathBuf>,
+    /// With --watch: remove documents whose file is deleted.
+    #[cfg(feature = "watch")]
+    #[arg(long, requires = "watch")]
+    pub prune: bool,
     /// Log lines on stderr: `text` for people, `json` (one object a line) for log collectors.
     /// One line per request (id, method, route, status, latency); the level and targets come
     /// from `CKEEP_LOG` (e.g. `warn`, `info`, `ckeep::http=off`) [default: info].
@@ -504,6 +525,15 @@ pub struct SyncArgs {
     /// Say what would be added, replaced and removed, and change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub index: IndexFlags,
+    #[command(flatten)]
+    pub load: LoadFlags,
+}
+
+/// How `sync` and `watch` index what they write: the settings of a new store, and the model.
+#[derive(Debug, Args)]
+pub struct IndexFlags {
     /// How to cut documents into chunks, for a new store (a store keeps its own).
     #[arg(long, value_name = "SPEC", value_parser = parse_chunker, long_help = chunker_help())]
     pub chunker: Option<ChunkerSpec>,
@@ -513,8 +543,28 @@ pub struct SyncArgs {
     /// Embed chunks with this model (default: the store's model, if it has one).
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
     pub model: Option<String>,
+}
+
+#[cfg(feature = "watch")]
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Files or directories to follow (each must exist).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Remove stored documents whose file under a PATH is deleted.
+    #[arg(long)]
+    pub prune: bool,
+    /// Seconds without a file-system event that close a batch.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
+    pub debounce: f64,
     #[command(flatten)]
-    pub load: LoadFlags,
+    pub index: IndexFlags,
+    /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of skipping the file.
+    #[arg(long)]
+    pub lossy: bool,
+    /// Largest document accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = ckeep_text::load::DEFAULT_MAX_DOC_BYTES)]
+    pub max_doc_bytes: u64,
 }
 
 fn repr_help() -> String {

@@ -83,6 +83,8 @@ fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Add(a) => commands::add::run(store, a, cli.global.no_cache, out),
         Command::Sync(a) => commands::sync::run(store, a, cli.global.no_cache, out),
+        #[cfg(feature = "watch")]
+        Command::Watch(a) => commands::watch::run(store, a, cli.global.no_cache, out),
         Command::Search(a) => commands::search::run(store, a, cli.global.no_cache, out),
         Command::Show(a) => commands::show::run(store, a, out),
         Command::Extract(a) => commands::extract::run(a, out),

@@ -33,6 +33,8 @@ mod similar;
 mod strategy;
 mod summarize;
 mod sync;
+#[cfg(feature = "watch")]
+mod watch;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -61,6 +63,8 @@ pub use similar::{
 pub use strategy::{Level, MAX_K, Mode, Strategy, StrategyOverrides};
 pub use summarize::{LoadedSummarizer, Summarizer};
 pub use sync::{SyncPlan, SyncReport};
+#[cfg(feature = "watch")]
+pub use watch::{Changes, ChangesReport, Debounce, FolderWatch};
 
 /// The lexical field that holds chunks' own text.
 pub const PLAIN_FIELD: &str = "plain";
@@ -137,6 +141,15 @@ pub enum Error {
     /// A language model (summaries) failed (see its error for whose fault).
     #[error(transparent)]
     Llm(#[from] ckeep_llm::Error),
+    /// Files could not be watched for changes (a path vanished, or the system's limit on
+    /// watches was reached).
+    #[error("cannot watch {}: {message}", path.display())]
+    Watch {
+        /// The path.
+        path: std::path::PathBuf,
+        /// Why.
+        message: String,
+    },
 }
 
 impl Error {
@@ -156,6 +169,7 @@ impl Error {
             | Self::Invalid(_)
             | Self::ModelMismatch { .. }
             | Self::ModelRequired(_) => true,
+            Self::Watch { .. } => false,
         }
     }
 

@@ -37,6 +37,7 @@ use ckeep_store::{DynStore, SqliteStore};
 pub use error::ApiError;
 pub use routes::{OPENAPI, ROUTES};
 pub use ui::CONTENT_SECURITY_POLICY;
+pub use workers::StoreEngine;
 
 use crate::batch::BatchingEmbedder;
 use crate::workers::Workers;
@@ -184,6 +185,18 @@ impl AppState {
     /// Model calls made for queries and the queries they embedded (batching at work).
     pub fn query_batches(&self) -> Option<(u64, u64)> {
         self.batching.as_ref().map(|b| b.calls())
+    }
+
+    /// Runs `job` on the writer once the writes before it are done, and counts it as a write
+    /// (the vector index is rebuilt after it): how a folder watched beside the server is synced.
+    pub async fn write<T, F>(&self, job: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut StoreEngine) -> Result<T, ApiError> + Send + 'static,
+    {
+        let out = self.workers.write(job).await?;
+        self.wrote();
+        Ok(out)
     }
 
     pub(crate) fn wrote(&self) {

@@ -6,7 +6,8 @@ use anyhow::Context;
 use ckeep_server::mcp::McpOptions;
 use ckeep_server::{AppState, Limits, ServerConfig};
 
-use super::serve::{init_logging, model_for, seconds};
+use super::seconds;
+use super::serve::{init_logging, model_for};
 use crate::args::McpArgs;
 use crate::output::Output;
 

@@ -16,12 +16,19 @@ pub mod serve;
 pub mod show;
 pub mod similar;
 pub mod sync;
+#[cfg(feature = "watch")]
+pub mod watch;
 
 use std::sync::Arc;
+#[cfg(any(feature = "server", feature = "watch"))]
+use std::time::Duration;
 
 use ckeep_embed::Embedder;
 use ckeep_engine::Engine;
 use ckeep_store::DynStore;
+
+#[cfg(any(feature = "server", feature = "watch"))]
+use crate::UsageError;
 
 /// Opens an existing store (a directory or a `postgres://` URL) as an engine.
 pub fn open(store: &str) -> anyhow::Result<Engine<DynStore>> {
@@ -34,3 +41,11 @@ pub fn load_model(spec: &str, no_cache: bool) -> anyhow::Result<Arc<dyn Embedder
 }
 
 pub use ckeep_engine::stored_model;
+
+/// `s` seconds as a duration, for the option `--NAME`: a usage error unless positive.
+#[cfg(any(feature = "server", feature = "watch"))]
+pub fn seconds(name: &str, s: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+        anyhow::Error::new(UsageError(format!("--{name} must be a positive number of seconds")))
+    })
+}

@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+#[cfg(feature = "watch")]
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -12,12 +14,6 @@ use ckeep_store::StoreRead;
 use crate::UsageError;
 use crate::args::ServeArgs;
 use crate::output::Output;
-
-pub fn seconds(name: &str, s: f64) -> anyhow::Result<Duration> {
-    Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
-        anyhow::Error::new(UsageError(format!("--{name} must be a positive number of seconds")))
-    })
-}
 
 fn read_token(path: &Path) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(path)
@@ -71,13 +67,13 @@ pub fn run(
             max_documents: args.max_documents,
             max_k: args.max_k,
             max_query_bytes: args.max_query_bytes,
-            read_timeout: seconds("timeout", args.timeout)?,
-            queue_timeout: seconds("queue-timeout", args.queue_timeout)?,
+            read_timeout: super::seconds("timeout", args.timeout)?,
+            queue_timeout: super::seconds("queue-timeout", args.queue_timeout)?,
             max_in_flight: args.max_in_flight,
         },
         token,
         batch_queries: !args.no_batch,
-        index_interval: seconds("index-interval", args.index_interval)?,
+        index_interval: super::seconds("index-interval", args.index_interval)?,
         refresh_interval: Duration::try_from_secs_f64(args.refresh_interval).map_err(|_| {
             anyhow::Error::new(UsageError("--refresh-interval must be 0 or more seconds".into()))
         })?,
@@ -94,6 +90,10 @@ pub fn run(
     }
     let model = model_for(store, args.model.as_deref())?;
     let embedder = model.as_deref().map(|m| super::load_model(m, no_cache)).transpose()?;
+    // Watching starts (and a bad PATH fails) before the server listens.
+    #[cfg(feature = "watch")]
+    let watch =
+        if args.watch.is_empty() { None } else { Some(super::watch::start(store, &args.watch)?) };
     let state = AppState::open(store, embedder, config).map_err(|e| anyhow::anyhow!(e.message))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -120,9 +120,62 @@ pub fn run(
             store,
             model.as_deref().unwrap_or("none: BM25 only")
         ));
+        #[cfg(feature = "watch")]
+        if let Some(watch) = watch {
+            let (state, handle) = (Arc::clone(&state), tokio::runtime::Handle::current());
+            let prune = args.prune;
+            std::thread::Builder::new()
+                .name("watch".into())
+                .spawn(move || watch_beside(&watch, &state, &handle, prune))?;
+        }
         ckeep_server::serve(listener, state, ckeep_server::shutdown_signal()).await?;
         out.note("ckeep serve: stopped; every acknowledged write is committed");
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `serve --watch`: the folders synced through the server's writer, batch by batch, so every
+/// query sees a batch whole; batches are logged. Runs until the process ends.
+#[cfg(feature = "watch")]
+fn watch_beside(
+    watch: &ckeep_engine::FolderWatch,
+    state: &Arc<AppState>,
+    runtime: &tokio::runtime::Handle,
+    prune: bool,
+) {
+    use ckeep_engine::Changes;
+    let roots = watch.roots();
+    let sync = |changes: &Changes| {
+        let (roots, changes) = (roots.clone(), changes.clone());
+        runtime
+            .block_on(state.write(move |engine| {
+                let chunker = engine.stored_chunker()?.unwrap_or_default();
+                let loader = ckeep_text::Loader::default();
+                Ok(engine.sync_changes(&roots, &changes, &loader, &chunker, prune)?)
+            }))
+            .map_err(|e| anyhow::anyhow!(e.message))
+    };
+    let synced = |batch: u64, report: &ckeep_engine::ChangesReport, took: Duration| {
+        for f in &report.failed {
+            tracing::warn!(batch, file = %f, "watch: skipped a file that does not load");
+        }
+        if batch == 0 || super::watch::eventful(report) {
+            let s = &report.sync;
+            tracing::info!(
+                batch,
+                added = s.added.len(),
+                replaced = s.replaced.len(),
+                removed = s.removed.len(),
+                unchanged = s.unchanged,
+                ms = took.as_millis(),
+                "watch: synced"
+            );
+        }
+    };
+    let failed = |e: &anyhow::Error| tracing::warn!(error = %e, "watch: a batch failed");
+    let debounce = ckeep_engine::Debounce::default();
+    if let Err(e) = super::watch::run_batches(watch, debounce, sync, synced, failed) {
+        tracing::error!(error = %e, "watch: the first sync failed; the folders are not followed");
+    }
 }

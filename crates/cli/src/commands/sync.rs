@@ -53,7 +53,7 @@ pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow
     let mut engine = if args.dry_run {
         open_for_plan(store)?
     } else {
-        open_with_model(store, args.model.as_deref(), args.analyzer, no_cache, true)?
+        open_with_model(store, args.index.model.as_deref(), args.index.analyzer, no_cache, true)?
     };
     let mut plan = engine.plan_sync(&args.paths, checked, &loader)?;
     let gone_kept = if args.prune { 0 } else { std::mem::take(&mut plan.gone).len() };
@@ -61,7 +61,7 @@ pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow
         let SyncPlan { added, replaced, unchanged, gone, .. } = plan;
         SyncReport { added, replaced, unchanged, removed: gone, ..SyncReport::default() }
     } else {
-        let chunker = match &args.chunker {
+        let chunker = match &args.index.chunker {
             Some(c) => c.clone(),
             None => engine.stored_chunker()?.unwrap_or_default(),
         };

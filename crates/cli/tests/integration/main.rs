@@ -15,6 +15,7 @@ mod real_data;
 mod serve;
 mod similarity;
 mod sync;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -75,4 +76,15 @@ pub fn snapshot(store: &Path) -> (u64, u64, bool) {
         stats["stats"]["chunks"].as_u64().unwrap(),
         check.status.success(),
     )
+}
+
+/// The base URL a `ckeep --json serve` child prints on its first line (its stdout is taken).
+pub fn listening(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout piped"))
+        .read_line(&mut line)
+        .unwrap();
+    let started: serde_json::Value = serde_json::from_str(&line).expect("the listening line");
+    started["listening"].as_str().expect("a URL").to_string()
 }

@@ -80,7 +80,6 @@ fn missing_stores_and_unreachable_servers_are_clear_errors() {
 #[test]
 #[ignore = "real tier (scripts/test.sh): PostgreSQL and installed models"]
 fn serve_on_a_postgres_store_answers_and_stops_cleanly() {
-    use std::io::{BufRead, BufReader};
     let url = fresh_database("serve");
     let dir = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ckeep"))
@@ -91,10 +90,7 @@ fn serve_on_a_postgres_store_answers_and_stops_cleanly() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let started: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let base = started["listening"].as_str().unwrap().to_string();
+    let base = crate::listening(&mut child);
     let agent: ureq::Agent =
         ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let doc = serde_json::json!({"id": "n1", "text": "Owls hunt at night. Larks sing at dawn."});

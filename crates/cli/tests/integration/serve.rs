@@ -29,10 +29,7 @@ fn serve_answers_over_http_and_stops_cleanly_on_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let started: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let base = started["listening"].as_str().unwrap().to_string();
+    let base = crate::listening(&mut child);
 
     let a = agent();
     let doc = serde_json::json!({"id": "n1", "text": "Owls hunt at night. Larks sing at dawn."});
