@@ -135,31 +135,25 @@ Join several with + (repr=plain+summary) to fuse their document rankings (RRF)";
         vectors: bool,
     ) -> Result<Resolved> {
         if !vectors {
-            return match self {
-                Self::Plain => Ok(Resolved {
-                    key: PLAIN_REPR.to_string(),
-                    source: Source::Stored(PLAIN_REPR.to_string()),
-                    field: Some(PLAIN_FIELD.to_string()),
-                }),
-                Self::Contextual(_) => {
-                    let mut r = self.resolve(summarizer, manifest, true);
-                    if let Err(Error::Invalid(m)) = &r
-                        && m.contains("has no `contextual")
-                    {
-                        r = Err(Error::Invalid(m.replace(" vectors", " text")));
-                    }
-                    r
+            match self {
+                Self::Plain => {
+                    return Ok(Resolved {
+                        key: PLAIN_REPR.to_string(),
+                        source: Source::Stored(PLAIN_REPR.to_string()),
+                        field: Some(PLAIN_FIELD.to_string()),
+                    });
                 }
+                // Its text is indexed with or without a model: resolved below, minus the vectors.
+                Self::Contextual(_) => {}
                 Self::Summary | Self::SummaryAvg(_) | Self::WindowAvg(_) | Self::Late => {
-                    Err(Error::Invalid(format!(
+                    return Err(Error::Invalid(format!(
                         "`{self}` is a vector representation; search it with mode=dense or mode=hybrid"
-                    )))
+                    )));
                 }
-            };
-        }
-        if manifest.model.is_none() {
+            }
+        } else if manifest.model.is_none() {
             return Err(Error::ModelRequired(
-                "the store has no vectors: it was built without a model; add documents with `ckeep add --model NAME` to a new store".into(),
+                "the store has no vectors: it was built without a model; embed its chunks with `ckeep add --model NAME` (no inputs)".into(),
             ));
         }
         let summarizer = if self.needs_summary() {
@@ -188,7 +182,8 @@ Join several with + (repr=plain+summary) to fuse their document rankings (RRF)";
                 Ok(())
             } else {
                 Err(Error::Invalid(format!(
-                    "the store has no `{name}` vectors (it has {}); build them with `ckeep add --repr {self}{}`",
+                    "the store has no `{name}` {} (it has {}); build them with `ckeep add --repr {self}{}`",
+                    if vectors { "vectors" } else { "text" },
                     if manifest.representations.is_empty() {
                         "none".to_string()
                     } else {

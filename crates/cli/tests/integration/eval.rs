@@ -215,3 +215,61 @@ fn fastbook_chapter_one_answer_containment() {
     assert_eq!(code, 2);
     assert!(err.contains("needs the retrieved text"), "{err}");
 }
+
+/// Strategies on one chunker that differ in needing the model (BM25 with and without title
+/// context, dense, hybrid), with `--model` given once, in both orders: every row comes back,
+/// and title context finds what only a title names.
+#[test]
+fn mixed_strategies_share_one_model_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs.jsonl");
+    let queries = dir.path().join("queries.jsonl");
+    std::fs::write(
+        &docs,
+        concat!(
+            "{\"doc_id\": \"owls\", \"title\": \"Owls\", \"text\": \"These birds hunt at night on soft feathers.\"}\n",
+            "{\"doc_id\": \"larks\", \"title\": \"Larks\", \"text\": \"These birds sing at dawn over the fields.\"}\n",
+            "{\"doc_id\": \"tea\", \"title\": \"Oolong\", \"text\": \"A partly oxidised tea from Fujian and Taiwan.\"}\n",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        &queries,
+        concat!(
+            "{\"qid\": \"1\", \"question\": \"owls\", \"doc_id\": \"owls\"}\n",
+            "{\"qid\": \"2\", \"question\": \"larks singing\", \"doc_id\": \"larks\"}\n",
+            "{\"qid\": \"3\", \"question\": \"oolong tea\", \"doc_id\": \"tea\"}\n",
+        ),
+    )
+    .unwrap();
+    let strategies = [
+        "chunker=whole,level=doc,mode=hybrid",
+        "chunker=whole,level=doc,mode=bm25,repr=contextual:title",
+        "chunker=whole,level=doc,mode=bm25",
+        "chunker=whole,level=doc,mode=dense",
+    ];
+    let store = dir.path().join("unused");
+    for order in [strategies.to_vec(), strategies.iter().rev().copied().collect()] {
+        let (d, q) = (docs.to_str().unwrap(), queries.to_str().unwrap());
+        let mut args = vec!["eval", "run", "--docs", d, "--queries", q, "--model", "test-hash-256"];
+        for s in &order {
+            args.extend(["--strategy", s]);
+        }
+        args.extend(["--metrics", "mrr"]);
+        let out = json(&store, &args);
+        let rows = out["strategies"].as_array().unwrap();
+        assert_eq!(rows.len(), 4, "{out}");
+        let mrr = |spec: &str| {
+            let row = rows.iter().find(|r| {
+                let s = r["strategy"].as_str().unwrap();
+                s.contains(spec) && (spec.contains("repr=") || !s.contains("repr="))
+            });
+            row.unwrap_or_else(|| panic!("no row for {spec}: {out}"))["means"]["mrr"]
+                .as_f64()
+                .unwrap()
+        };
+        assert!(mrr("repr=contextual:title") > 0.999, "titles name every document: {out}");
+        assert!(mrr("mode=bm25") < 1.0, "`owls` is in no text, only a title: {out}");
+        assert!(mrr("mode=hybrid") > 0.0 && mrr("mode=dense") > 0.0, "{out}");
+    }
+}
