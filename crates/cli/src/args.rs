@@ -481,8 +481,9 @@ pub struct EvalRunArgs {
 #[derive(Debug, Args)]
 pub struct AddArgs {
     /// Files or directories; `-` reads standard input as one plain-text document. Without any,
-    /// `--repr`/`--summarizer` are built for the documents already stored.
-    #[arg(required_unless_present_any = ["repr", "summarizer"], value_name = "PATH")]
+    /// `--model` embeds the chunks of a store built without one, and `--repr`/`--summarizer`
+    /// are built for the documents already stored (resumable after an interruption).
+    #[arg(required_unless_present_any = ["repr", "summarizer", "model"], value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Also build this representation for every document (repeatable); `plain` is always
     /// built with a model. Kept by the store for documents added later.

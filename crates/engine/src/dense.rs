@@ -84,7 +84,7 @@ impl<S: StoreRead> Engine<S> {
         let manifest = self.store.manifest()?;
         let Some(model) = manifest.model.as_deref() else {
             return Err(Error::ModelRequired(
-                "the store has no vectors: it was built without a model; add documents with `ckeep add --model NAME` to a new store".into(),
+                "the store has no vectors: it was built without a model; embed its chunks with `ckeep add --model NAME` (no inputs)".into(),
             ));
         };
         let embedder = self.embedder.as_ref().ok_or_else(|| {

@@ -183,7 +183,10 @@ impl<S: StoreWrite> Engine<S> {
     }
 
     /// Documents with their leaf chunks (documents removed meanwhile are skipped).
-    fn documents_with_leaves(&self, ids: &[String]) -> Result<Vec<(StoredDocument, Vec<Chunk>)>> {
+    pub(crate) fn documents_with_leaves(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<(StoredDocument, Vec<Chunk>)>> {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(doc) = self.store.document(id)? {

@@ -92,17 +92,12 @@ impl<S: StoreWrite> Engine<S> {
             (Some(e), Some(_)) => crate::dense::check_model(&manifest, e.as_ref())?,
             (Some(e), None) => {
                 if !self.store.document_ids()?.is_empty() {
-                    return Err(Error::ModelRequired(
-                        "the store already holds documents indexed without a model; use a new --store for --model".into(),
-                    ));
+                    return Err(Error::ModelRequired(format!(
+                        "the store holds documents indexed without a model; embed them first with `ckeep add --model {}` (no inputs)",
+                        e.info().name
+                    )));
                 }
-                let info = e.info();
-                manifest.model = Some(info.name.clone());
-                manifest.model_fingerprint = Some(info.fingerprint.clone());
-                manifest.model_source = Some(info.source.clone());
-                if !manifest.representations.iter().any(|r| r == PLAIN_REPR) {
-                    manifest.representations.push(PLAIN_REPR.to_string());
-                }
+                crate::adopt::record_model(&mut manifest, e.info());
                 changed = true;
             }
             (None, Some(m)) => {

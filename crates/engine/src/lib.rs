@@ -20,6 +20,7 @@
 //! assert_eq!(res.results[0].text, "Dogs bark loudly.");
 //! ```
 
+mod adopt;
 mod analysis;
 mod dedup;
 mod dense;

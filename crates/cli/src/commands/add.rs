@@ -194,7 +194,9 @@ pub(crate) fn stage_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&str, u
     }
 }
 
-/// `ckeep add --repr … / --summarizer …` without inputs: builds them for the stored documents.
+/// `ckeep add --model … / --repr … / --summarizer …` without inputs: embeds the stored chunks
+/// of a store built without a model, and builds the representations and summaries for the
+/// stored documents; resumable, like every derivation.
 fn derive_only(
     store: &str,
     args: &AddArgs,
@@ -204,14 +206,23 @@ fn derive_only(
 ) -> anyhow::Result<ExitCode> {
     let mut engine = open_with_model(store, args.model.as_deref(), args.analyzer, no_cache, false)?;
     let chunker = engine.stored_chunker()?.unwrap_or_default();
+    let bar = out.progress(0, "deriving");
+    let adopted = if engine.embedder().is_some() {
+        Some(engine.adopt_model(&mut stage_progress(&bar))?)
+    } else {
+        None
+    };
     let ingest = {
         let mut ingest = engine.ingest(&chunker)?;
         ingest.require(&args.repr, &args.summarizer)?;
         ingest
     };
-    let bar = out.progress(0, "deriving");
-    let report = ingest.finish_with(&mut stage_progress(&bar))?;
+    let mut report = ingest.finish_with(&mut stage_progress(&bar))?;
     bar.finish_and_clear();
+    if let Some(stage) = adopted.filter(|s| s.documents > 0) {
+        report.vectors += stage.vectors;
+        report.derived.insert(0, stage);
+    }
     let seconds = started.elapsed().as_secs_f64();
     let model = engine.embedder().map(|e| e.info().clone());
     let analyzer = engine.analyzer()?;

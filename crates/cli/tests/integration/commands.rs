@@ -210,3 +210,29 @@ fn the_test_corpus_is_searchable_in_every_mode_and_script() {
     );
     assert_eq!(json(&store, &["stats"])["manifest"]["model"], "test-hash-1024");
 }
+
+/// Fast tier: a store built without a model gains one with `add --model` and no inputs, and
+/// then answers dense and hybrid queries exactly as a store built with the model; another
+/// model is refused afterwards.
+#[test]
+fn a_bm25_store_gains_a_model_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/corpus.jsonl");
+    let (later, from_start) = (dir.path().join("later"), dir.path().join("start"));
+    json(&later, &["add", corpus, "--chunker", "paragraphs"]);
+    json(&from_start, &["add", corpus, "--chunker", "paragraphs", "--model", "test-hash-256"]);
+    let adopted = json(&later, &["add", "--model", "test-hash-256"]);
+    assert_eq!(adopted["derived"][0]["documents"], 12, "{adopted}");
+    assert_eq!(adopted["model"], "test-hash-256");
+    for mode in ["dense", "hybrid"] {
+        for query in ["owls hunt in the dark night", "中国最长的河流"] {
+            let args = ["search", query, "--mode", mode, "-k", "5"];
+            let (a, b) = (json(&later, &args), json(&from_start, &args));
+            assert_eq!(a["results"], b["results"], "{mode} {query}");
+        }
+    }
+    let (code, err) = fails(&later, &["add", "--model", "test-hash-128"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("test-hash-256"), "{err}");
+    assert!(run(&later, &["check"]).status.success());
+}

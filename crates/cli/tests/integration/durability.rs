@@ -72,3 +72,78 @@ fn sigkill_during_add_loses_nothing_acknowledged_and_rerun_completes() {
     let (a, b) = (done.stats().unwrap(), full_store.stats().unwrap());
     assert_eq!((a.documents, a.chunks, &a.lexical), (b.documents, b.chunks, &b.lexical));
 }
+
+/// Documents of `store` without plain vectors (all of them before the model came).
+fn lacking_vectors(store: &std::path::Path) -> usize {
+    let store = SqliteStore::open(store).unwrap();
+    store.documents_lacking(ckeep_store::Lacking::Vectors("plain")).unwrap().len()
+}
+
+/// A BM25 store given a model later (`add --model` without inputs), killed with SIGKILL while
+/// it embeds: the store stays a clean BM25 store, the rerun embeds only what is left, and dense
+/// search then answers exactly as on a store built with the model from the start.
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn a_bm25_store_gains_a_model_and_survives_sigkill_while_embedding() {
+    const DOCS: usize = 1000;
+    const MODEL: &str = "all-MiniLM-L6-v2";
+    let dir = tempfile::tempdir().unwrap();
+    let all = std::fs::read_to_string(wiki_jsonl(dir.path())).unwrap();
+    let corpus = dir.path().join("wiki1000.jsonl");
+    let lines: Vec<&str> = all.lines().take(DOCS).collect();
+    std::fs::write(&corpus, lines.join("\n") + "\n").unwrap();
+    let corpus = corpus.to_str().unwrap();
+    let store = dir.path().join("s");
+    json(&store, &["add", corpus]);
+
+    let mut child = ckeep(&store).args(["add", "--model", MODEL]).spawn().unwrap();
+    let started = Instant::now();
+    while lacking_vectors(&store) == DOCS {
+        assert!(started.elapsed() < Duration::from_mins(3), "embedding never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    assert!(!child.wait().unwrap().success(), "killed before it finished");
+    let left = lacking_vectors(&store);
+    assert!(left > 0, "killed mid-way");
+    let killed = SqliteStore::open(&store).unwrap();
+    assert!(killed.check().unwrap().is_ok());
+    assert_eq!(killed.manifest().unwrap().model, None, "still a BM25 store to readers");
+    drop(killed);
+    let (code, err) = crate::fails(&store, &["search", "river", "--mode", "dense"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("ckeep add --model"), "{err}");
+
+    let rerun = json(&store, &["add", "--model", MODEL]);
+    assert_eq!(rerun["derived"][0]["documents"], left, "only what was left: {rerun}");
+    assert_eq!(lacking_vectors(&store), 0);
+    let again = json(&store, &["add", "--model", MODEL]);
+    assert!(again["derived"].is_null() || again["derived"] == serde_json::json!([]), "{again}");
+
+    let fresh = dir.path().join("fresh");
+    json(&fresh, &["add", corpus, "--model", MODEL]);
+    let (a, b) = (SqliteStore::open(&store).unwrap(), SqliteStore::open(&fresh).unwrap());
+    assert!(a.check().unwrap().is_ok());
+    let (ma, mb) = (a.manifest().unwrap(), b.manifest().unwrap());
+    assert_eq!(
+        (&ma.model, &ma.model_fingerprint, &ma.representations),
+        (&mb.model, &mb.model_fingerprint, &mb.representations)
+    );
+    for query in ["the longest river in Africa", "quantum mechanics", "Renaissance painters"] {
+        let results = |s: &std::path::Path| {
+            let res = json(s, &["search", query, "--mode", "dense", "-k", "10"]);
+            res["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| (r["doc_id"].clone(), r["spans"].clone(), r["score"].as_f64().unwrap()))
+                .collect::<Vec<_>>()
+        };
+        let (got, want) = (results(&store), results(&fresh));
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!((&g.0, &g.1), (&w.0, &w.1), "{query}");
+            assert!((g.2 - w.2).abs() < 1e-6, "{query}: {} vs {}", g.2, w.2);
+        }
+    }
+}
