@@ -1,6 +1,6 @@
 //! `ckeep show`: the stored text byte for byte, or its chunks.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::anyhow;
@@ -68,9 +68,13 @@ pub fn run(store: &str, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCod
             outln!("      {}", snippet(ch.span.slice(text), 200));
         }
     } else {
-        // Exactly the stored bytes: no newline added.
+        // Exactly the stored bytes through a pipe; a terminal also gets the newline the text
+        // may lack, so the prompt does not land on its last line.
         let mut stdout = std::io::stdout().lock();
         stdout.write_all(text.as_bytes())?;
+        if !text.ends_with('\n') && stdout.is_terminal() {
+            stdout.write_all(b"\n")?;
+        }
         stdout.flush()?;
     }
     Ok(ExitCode::SUCCESS)

@@ -9,6 +9,7 @@ mod durability;
 mod eval;
 mod expansion;
 mod models;
+mod outputs;
 mod portable;
 mod postgres;
 mod real_data;

@@ -1,0 +1,94 @@
+//! Plain output ends with a newline, for every sub-command that prints to stdout, so the shell
+//! prompt or the next command's output never lands on the last line. `show DOC` is the one
+//! exception by design: it prints the stored text byte for byte (a pipe gets exactly the
+//! document; only a terminal gets a newline added when the text lacks one).
+
+use std::path::Path;
+
+use crate::{ckeep, ok};
+
+/// Runs `ckeep ARGS…` in `dir` on `store` and returns stdout, which must not be empty.
+fn plain(dir: &Path, store: &Path, args: &[&str]) -> String {
+    let out = ckeep(store).current_dir(dir).args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(!stdout.is_empty(), "{args:?} printed nothing");
+    stdout
+}
+
+#[test]
+fn every_plain_output_ends_with_a_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = d.join("s");
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/corpus.jsonl");
+    std::fs::create_dir_all(d.join("notes")).unwrap();
+    // A document whose text ends without a newline.
+    std::fs::write(d.join("notes/tail.md"), "# Tail\n\nNo newline at the end").unwrap();
+    std::fs::write(
+        d.join("page.html"),
+        "<html><head><title>T</title></head><body><h1>Heading</h1><p>Para</p></body></html>",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("pairs.tsv"),
+        "1\tHow do I learn Rust?\tHow can I learn Rust?\tp1\n0\tHow do I learn Rust?\tWhat is the capital of France?\tp2\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("docs.jsonl"),
+        "{\"doc_id\": \"cats\", \"title\": \"Cats\", \"text\": \"Cats purr.\"}\n{\"doc_id\": \"dogs\", \"title\": \"Dogs\", \"text\": \"Dogs bark.\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("queries.jsonl"),
+        "{\"qid\": \"1\", \"question\": \"what purrs\", \"doc_id\": \"cats\", \"answers\": [\"purr\"]}\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("run.trec"), "1 Q0 cats 1 2.0 x\n1 Q0 dogs 2 1.0 x\n").unwrap();
+    std::fs::write(d.join("qrels.txt"), "1 0 cats 1\n").unwrap();
+
+    let commands: &[&[&str]] = &[
+        &["add", corpus, "--model", "test-hash-256", "--chunker", "paragraphs"],
+        &["add", "notes"],
+        &["sync", "notes", "--dry-run"],
+        &["sync", "notes"],
+        &["search", "owls at night"],
+        &["search", "owls at night", "--level", "doc", "--explain", "--mode", "hybrid"],
+        &["show", "owls", "--chunks"],
+        &["show", "notes/tail.md", "--chunks"],
+        &["extract", "page.html"],
+        &["extract", "page.html", "--stats"],
+        &["stats"],
+        &["check"],
+        &["dedup", "--threshold", "0.5", "--explain"],
+        &["rm", "notes/tail.md"],
+        &["embed", "hello world", "--model", "test-hash-64"],
+        &["model", "list"],
+        &["similar", "How do I learn Rust?", "How can I learn Rust?", "--model", "test-hash-64"],
+        &["similar", "a b c d", "a b c e", "--model", "test-hash-64", "--explain"],
+        &["pairs", "pairs.tsv", "--model", "test-hash-64"],
+        &["eval", "metrics", "--qrels", "qrels.txt", "--run", "run.trec"],
+        &[
+            "eval",
+            "run",
+            "--docs",
+            "docs.jsonl",
+            "--queries",
+            "queries.jsonl",
+            "--strategy",
+            "level=doc",
+            "--work-dir",
+            "work",
+        ],
+    ];
+    for args in commands {
+        let stdout = plain(d, &store, args);
+        assert!(stdout.ends_with('\n'), "{args:?} ends without a newline: {stdout:?}");
+    }
+    // `show DOC` through a pipe: the stored text exactly, with no newline added.
+    let shown = ok(&store, &["show", "owls"]);
+    let stored: serde_json::Value =
+        serde_json::from_str(&ok(&store, &["--json", "show", "owls"])).unwrap();
+    assert_eq!(shown, stored["text"].as_str().unwrap());
+}
