@@ -444,6 +444,10 @@ pub struct EvalRunArgs {
     /// The qrels split of a BEIR dataset (`chN` or `all` for fastbook-benchmark).
     #[arg(long, default_value = "test")]
     pub split: String,
+    /// Refuse a corpus with documents of empty text instead of leaving them out (with a
+    /// warning that lists them).
+    #[arg(long)]
+    pub strict: bool,
     /// Long-document layout: the documents file.
     #[arg(long, value_name = "FILE", requires = "queries")]
     pub docs: Option<PathBuf>,

@@ -47,6 +47,9 @@ pub struct Dataset {
     /// `(passage id, byte span)`; results are then judged by the passage their best chunk
     /// starts in, and the qrels name passages.
     pub passages: std::collections::HashMap<String, Vec<(String, ckeep_core::Span)>>,
+    /// Corpus records left out because their text is empty (`FILE:LINE: why`); no system can
+    /// retrieve them, and `eval run --strict` refuses the dataset instead.
+    pub skipped: Vec<String>,
 }
 
 impl Dataset {
@@ -65,14 +68,21 @@ fn read(path: &Path) -> Result<String, Error> {
         .map_err(|source| Error::Io { path: path.display().to_string(), source })
 }
 
-fn load_docs(path: &Path) -> Result<Vec<Document>, Error> {
-    Loader::default()
-        .load(&Source::File(path.to_path_buf(), Format::Jsonl))
-        .map(|l| l.documents)
-        .map_err(|e| Error::Malformed {
-            origin: path.display().to_string(),
-            problems: vec![(0, e.to_string())],
-        })
+/// The documents of a JSONL corpus, and one message per record left out for its empty text.
+/// Any other problem refuses the file, each listed once by line.
+fn load_docs(path: &Path) -> Result<(Vec<Document>, Vec<String>), Error> {
+    let origin = path.display().to_string();
+    let text = read(path)?;
+    match Loader::default().jsonl_skipping_empty(&origin, &text) {
+        Ok((docs, skipped)) => {
+            let skipped = skipped.into_iter().map(|(l, m)| format!("{origin}:{l}: {m}")).collect();
+            Ok((docs, skipped))
+        }
+        Err(ckeep_text::Error::Malformed { origin, problems }) => {
+            Err(Error::Malformed { origin, problems })
+        }
+        Err(e) => Err(Error::Malformed { origin, problems: vec![(0, e.to_string())] }),
+    }
 }
 
 /// JSON objects of a JSONL file, with malformed lines collected.
@@ -116,7 +126,7 @@ fn string_field(obj: &serde_json::Map<String, Value>, keys: &[&str]) -> Option<S
 pub fn load_beir(dir: &Path, split: &str) -> Result<Dataset, Error> {
     let qrels_path = dir.join("qrels").join(format!("{split}.tsv"));
     let qrels = Qrels::read(&qrels_path)?;
-    let docs = load_docs(&dir.join("corpus.jsonl"))?;
+    let (docs, skipped) = load_docs(&dir.join("corpus.jsonl"))?;
     let queries_path = dir.join("queries.jsonl");
     let (objects, mut problems) = jsonl(&queries_path)?;
     let mut queries = Vec::new();
@@ -147,6 +157,7 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<Dataset, Error> {
         queries,
         qrels,
         passages: std::collections::HashMap::new(),
+        skipped,
     })
 }
 
@@ -221,7 +232,7 @@ pub fn load_longdoc_at(
     queries_path: &Path,
     passages: bool,
 ) -> Result<Dataset, Error> {
-    let docs = load_docs(docs_path)?;
+    let (docs, skipped) = load_docs(docs_path)?;
     let mut qrels = Qrels::default();
     let mut queries = Vec::new();
     let (objects, mut problems) = jsonl(queries_path)?;
@@ -290,7 +301,7 @@ pub fn load_longdoc_at(
     } else {
         (name, std::collections::HashMap::new())
     };
-    Ok(Dataset { name, docs, queries, qrels, passages })
+    Ok(Dataset { name, docs, queries, qrels, passages, skipped })
 }
 
 /// Loads the fastbook-benchmark layout (see the module docs).
@@ -367,6 +378,7 @@ pub fn load_fastbook(dir: &Path, split: &str) -> Result<Dataset, Error> {
         queries,
         qrels,
         passages: std::collections::HashMap::new(),
+        skipped: Vec::new(),
     })
 }
 

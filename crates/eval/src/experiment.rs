@@ -48,6 +48,8 @@ pub struct Comparison {
     pub dataset: String,
     /// Number of documents.
     pub documents: usize,
+    /// Corpus records left out for their empty text.
+    pub skipped_documents: usize,
     /// Number of queries.
     pub queries: usize,
     /// Metrics, in order.
@@ -84,7 +86,8 @@ impl Comparison {
             })
             .collect();
         serde_json::json!({
-            "dataset": self.dataset, "documents": self.documents, "queries": self.queries,
+            "dataset": self.dataset, "documents": self.documents,
+            "skipped_documents": self.skipped_documents, "queries": self.queries,
             "metrics": self.metrics, "context_k": self.context_k, "token_model": self.token_model,
             "strategies": strategies,
         })
@@ -217,6 +220,7 @@ pub fn run(
     Ok(Comparison {
         dataset: dataset.name.clone(),
         documents: dataset.docs.len(),
+        skipped_documents: dataset.skipped.len(),
         queries: dataset.queries.len(),
         metrics: metrics.iter().map(ToString::to_string).collect(),
         context_k,

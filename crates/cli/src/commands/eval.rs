@@ -50,6 +50,19 @@ fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::R
     let files = args.docs.as_deref().zip(args.queries.as_deref());
     let data =
         dataset::load(args.dataset.as_deref(), &args.split, files, args.relevance == "passage")?;
+    if !data.skipped.is_empty() {
+        let shown = data.skipped.iter().take(10).cloned().collect::<Vec<_>>().join("\n  ");
+        let more = data.skipped.len().saturating_sub(10);
+        let more = if more > 0 { format!("\n  … and {more} more") } else { String::new() };
+        let what = format!(
+            "{} document(s) with empty text, which no system can retrieve:\n  {shown}{more}",
+            data.skipped.len()
+        );
+        if args.strict {
+            bail!(crate::UsageError(format!("{} has {what}", data.name)));
+        }
+        out.warn(format!("left out {what}\n(--strict refuses such a dataset)"));
+    }
     if data.queries.is_empty() {
         bail!("{} has no judged queries", data.name);
     }

@@ -273,3 +273,54 @@ fn mixed_strategies_share_one_model_flag() {
         assert!(mrr("mode=hybrid") > 0.0 && mrr("mode=dense") > 0.0, "{out}");
     }
 }
+
+/// A BEIR corpus with documents of empty text (as Cranfield has two) is evaluated without
+/// them, with a warning naming each once; `--strict` refuses it; a malformed line is reported
+/// once, flat, with its number.
+#[test]
+fn empty_documents_are_left_out_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let beir = dir.path().join("beir");
+    std::fs::create_dir_all(beir.join("qrels")).unwrap();
+    let corpus = concat!(
+        "{\"_id\": \"d1\", \"title\": \"Owls\", \"text\": \"Owls hunt at night.\"}\n",
+        "{\"_id\": \"d2\", \"title\": \"\", \"text\": \"\"}\n",
+        "{\"_id\": \"d3\", \"title\": \"Larks\", \"text\": \"Larks sing at dawn.\"}\n",
+        "{\"_id\": \"d4\", \"title\": \"Blank\", \"text\": \"  \\n \"}\n",
+    );
+    std::fs::write(beir.join("corpus.jsonl"), corpus).unwrap();
+    std::fs::write(
+        beir.join("queries.jsonl"),
+        "{\"_id\": \"q1\", \"text\": \"owls at night\"}\n{\"_id\": \"q2\", \"text\": \"larks\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        beir.join("qrels/test.tsv"),
+        "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t1\n",
+    )
+    .unwrap();
+    let store = dir.path().join("unused");
+    let args = ["eval", "run", "--dataset", beir.to_str().unwrap(), "--strategy", "level=doc"];
+    let out = crate::run(&store, &[&["--json"], &args[..]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("2 document(s) with empty text"), "{stderr}");
+    assert!(stderr.contains("corpus.jsonl:2: document `d2` has empty text"), "{stderr}");
+    assert!(stderr.contains("corpus.jsonl:4: document `d4` has empty text"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (report["documents"].as_u64(), report["skipped_documents"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(report["strategies"][0]["means"]["ndcg@10"], 1.0);
+
+    let (code, err) = fails(&store, &[&args[..], &["--strict"]].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("document `d4` has empty text"), "{err}");
+
+    std::fs::write(beir.join("corpus.jsonl"), format!("{corpus}{{\"_id\": \"d5\"}}\n")).unwrap();
+    let (code, err) = fails(&store, &args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("1 malformed line(s):\n  line 5: missing `text`"), "{err}");
+    assert!(!err.contains("line 0"), "one flat list: {err}");
+}
