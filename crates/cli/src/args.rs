@@ -418,6 +418,16 @@ pub enum EvalCommand {
     /// the first (10,000 permutations).
     #[command(after_help = eval_help())]
     Run(EvalRunArgs),
+    /// Choose a strategy's parameters by k-fold cross-validation over queries, and report only
+    /// out-of-fold scores: each fold's queries are scored by the candidate that did best on the
+    /// other folds, so no query is scored by parameters chosen on it.
+    ///
+    /// Candidates come from --strategy specs with `{a,b,…}` groups (fusion weight, RRF k,
+    /// aggregation, expansion, representation). Prints each fold's choice with its training
+    /// and held-out means, the out-of-fold mean with a paired randomisation test against the
+    /// first candidate, and — marked as optimistic — the best candidate over all queries.
+    #[command(after_help = eval_help())]
+    Tune(EvalTuneArgs),
 }
 
 #[derive(Debug, Args)]
@@ -436,8 +446,9 @@ pub struct EvalMetricsArgs {
     pub per_query: bool,
 }
 
+/// Which dataset `eval run` and `eval tune` evaluate on.
 #[derive(Debug, Args)]
-pub struct EvalRunArgs {
+pub struct DatasetFlags {
     /// A dataset directory (BEIR layout, or docs.jsonl + queries.jsonl).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["docs", "queries"])]
     pub dataset: Option<PathBuf>,
@@ -458,6 +469,20 @@ pub struct EvalRunArgs {
     /// (`passage`: needs `pid` in queries and `paragraphs` in docs; use level=chunk).
     #[arg(long, value_name = "LEVEL", default_value = "doc", value_parser = ["doc", "passage"])]
     pub relevance: String,
+    /// Keep the evaluation indexes here (default: a temporary directory, removed afterwards);
+    /// or build them in PostgreSQL: given a server URL, each index gets a database
+    /// `ckeep_eval_<index>` of its own (replaced if it exists).
+    #[arg(long, value_name = "DIR|URL")]
+    pub work_dir: Option<String>,
+    /// Model for strategies with mode=dense or hybrid that name none (model=…).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalRunArgs {
+    #[command(flatten)]
+    pub data: DatasetFlags,
     /// A strategy to compare (repeat the flag for several; the first is the baseline).
     #[arg(long = "strategy", value_name = "SPEC", required = true, value_parser = parse_strategy, long_help = strategy_help())]
     pub strategies: Vec<Strategy>,
@@ -468,18 +493,34 @@ pub struct EvalRunArgs {
     /// recall.svg) here.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
-    /// Keep the evaluation indexes here (default: a temporary directory, removed afterwards);
-    /// or build them in PostgreSQL: given a server URL, each index gets a database
-    /// `ckeep_eval_<index>` of its own (replaced if it exists).
-    #[arg(long, value_name = "DIR|URL")]
-    pub work_dir: Option<String>,
-    /// Model for strategies with mode=dense that name none (model=…).
-    #[arg(long, value_name = "MODEL")]
-    pub model: Option<String>,
     /// Also state each strategy's context length in tokens of this installed model's tokenizer
     /// (`none`: words only).
     #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2")]
     pub count_tokens: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalTuneArgs {
+    #[command(flatten)]
+    pub data: DatasetFlags,
+    /// Candidate strategies: `{a,b,…}` groups expand to every combination
+    /// (`mode=hybrid:linear={0.3,0.5,0.7}`); repeat the flag for more. The first candidate is
+    /// the baseline the tuned score is tested against.
+    #[arg(long = "strategy", value_name = "SPEC", required = true)]
+    pub strategies: Vec<String>,
+    /// The objective: the metric whose mean each fold maximises.
+    #[arg(long, value_name = "METRIC", default_value = "ndcg@10", value_parser = parse_metric)]
+    pub metric: ckeep_eval::Metric,
+    /// Number of folds the queries are dealt into.
+    #[arg(long, value_name = "K", default_value_t = 5, value_parser = clap::value_parser!(u16).range(2..=1000))]
+    pub folds: u16,
+    /// Seed of the shuffle that deals queries into folds.
+    #[arg(long, value_name = "N", default_value_t = 42)]
+    pub seed: u64,
+}
+
+fn parse_metric(s: &str) -> Result<ckeep_eval::Metric, String> {
+    s.parse::<ckeep_eval::Metric>().map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,7 @@ pub mod plots;
 pub mod report;
 mod significance;
 mod trec;
+pub mod tune;
 
 pub use metrics::{Evaluation, Metric, evaluate};
 

@@ -3,16 +3,18 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use ckeep_eval::dataset::Dataset;
 use ckeep_eval::experiment::Comparison;
 use ckeep_eval::{Metric, Qrels, Run, dataset, evaluate, experiment, report};
 
-use crate::args::{EvalCommand, EvalMetricsArgs, EvalRunArgs};
+use crate::args::{DatasetFlags, EvalCommand, EvalMetricsArgs, EvalRunArgs};
 use crate::output::{Output, outln};
 
 pub fn run(cmd: &EvalCommand, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     match cmd {
         EvalCommand::Metrics(a) => metrics(a, out),
         EvalCommand::Run(a) => run_strategies(a, no_cache, out),
+        EvalCommand::Tune(a) => super::tune::run(a, no_cache, out),
     }
 }
 
@@ -47,50 +49,7 @@ fn metrics(args: &EvalMetricsArgs, out: &Output) -> anyhow::Result<ExitCode> {
 }
 
 fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
-    let files = args.docs.as_deref().zip(args.queries.as_deref());
-    let data =
-        dataset::load(args.dataset.as_deref(), &args.split, files, args.relevance == "passage")?;
-    if !data.skipped.is_empty() {
-        let shown = data.skipped.iter().take(10).cloned().collect::<Vec<_>>().join("\n  ");
-        let more = data.skipped.len().saturating_sub(10);
-        let more = if more > 0 { format!("\n  … and {more} more") } else { String::new() };
-        let what = format!(
-            "{} document(s) with empty text, which no system can retrieve:\n  {shown}{more}",
-            data.skipped.len()
-        );
-        if args.strict {
-            bail!(crate::UsageError(format!("{} has {what}", data.name)));
-        }
-        out.warn(format!("left out {what}\n(--strict refuses such a dataset)"));
-    }
-    if data.queries.is_empty() {
-        bail!("{} has no judged queries", data.name);
-    }
-    out.note(format!(
-        "{}: {} documents, {} queries, {} strategies",
-        data.name,
-        data.docs.len(),
-        data.queries.len(),
-        args.strategies.len()
-    ));
-    // Evaluation indexes go to a temporary directory (removed on exit) unless --work-dir.
-    let tmp = tempfile::Builder::new().prefix("ckeep-eval-").tempdir()?;
-    let tmp_path = tmp.path().display().to_string();
-    let work: &str = args.work_dir.as_deref().unwrap_or(&tmp_path);
-    let bar = out.progress(0, "");
-    let mut stage = String::new();
-    let mut progress = |what: &str, done: u64, total: u64| {
-        if what != stage {
-            stage = what.to_string();
-            bar.set_message(stage.clone());
-            bar.set_length(total);
-        }
-        bar.set_position(done);
-    };
-    let mut strategies = args.strategies.clone();
-    experiment::default_model(&mut strategies, args.model.as_deref());
-    let loaded = ckeep_engine::ModelSet::new(!no_cache);
-    let mut models = |spec: &str| loaded.get(spec).map_err(ckeep_engine::Error::Embed);
+    let data = load_dataset(&args.data, out)?;
     let tokens = match args.count_tokens.as_deref() {
         None | Some("none") => None,
         Some(spec) => match ckeep_embed::TokenCounter::load(spec) {
@@ -101,16 +60,8 @@ fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::R
             }
         },
     };
-    let comparison = experiment::run(
-        &data,
-        &strategies,
-        &args.metrics,
-        work,
-        &mut models,
-        tokens.as_ref(),
-        &mut progress,
-    )?;
-    bar.finish_and_clear();
+    let runs = Runs { metrics: &args.metrics, tokens: tokens.as_ref(), no_cache };
+    let comparison = compare(&args.data, &data, args.strategies.clone(), &runs, out)?;
     if let Some(dir) = &args.report {
         report::write(dir, &comparison, &data.qrels)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
@@ -139,4 +90,82 @@ pub fn parse_metrics(s: &str) -> Result<Vec<Metric>, String> {
         .filter(|p| !p.trim().is_empty())
         .map(|p| p.parse::<Metric>().map_err(|e| e.to_string()))
         .collect()
+}
+
+/// The dataset `flags` name, with its left-out documents warned about (or, with `--strict`,
+/// refused) and at least one judged query.
+pub(crate) fn load_dataset(flags: &DatasetFlags, out: &Output) -> anyhow::Result<Dataset> {
+    let files = flags.docs.as_deref().zip(flags.queries.as_deref());
+    let data =
+        dataset::load(flags.dataset.as_deref(), &flags.split, files, flags.relevance == "passage")?;
+    if !data.skipped.is_empty() {
+        let shown = data.skipped.iter().take(10).cloned().collect::<Vec<_>>().join("\n  ");
+        let more = data.skipped.len().saturating_sub(10);
+        let more = if more > 0 { format!("\n  … and {more} more") } else { String::new() };
+        let what = format!(
+            "{} document(s) with empty text, which no system can retrieve:\n  {shown}{more}",
+            data.skipped.len()
+        );
+        if flags.strict {
+            bail!(crate::UsageError(format!("{} has {what}", data.name)));
+        }
+        out.warn(format!("left out {what}\n(--strict refuses such a dataset)"));
+    }
+    if data.queries.is_empty() {
+        bail!("{} has no judged queries", data.name);
+    }
+    Ok(data)
+}
+
+/// How the strategies of a comparison are run.
+pub(crate) struct Runs<'a> {
+    pub metrics: &'a [Metric],
+    pub tokens: Option<&'a ckeep_embed::TokenCounter>,
+    pub no_cache: bool,
+}
+
+/// Runs `strategies` on `data` (indexes in `--work-dir`, else a temporary directory), with a
+/// progress bar.
+pub(crate) fn compare(
+    flags: &DatasetFlags,
+    data: &Dataset,
+    mut strategies: Vec<ckeep_engine::Strategy>,
+    runs: &Runs<'_>,
+    out: &Output,
+) -> anyhow::Result<Comparison> {
+    out.note(format!(
+        "{}: {} documents, {} queries, {} strategies",
+        data.name,
+        data.docs.len(),
+        data.queries.len(),
+        strategies.len()
+    ));
+    // Evaluation indexes go to a temporary directory (removed on exit) unless --work-dir.
+    let tmp = tempfile::Builder::new().prefix("ckeep-eval-").tempdir()?;
+    let tmp_path = tmp.path().display().to_string();
+    let work: &str = flags.work_dir.as_deref().unwrap_or(&tmp_path);
+    let bar = out.progress(0, "");
+    let mut stage = String::new();
+    let mut progress = |what: &str, done: u64, total: u64| {
+        if what != stage {
+            stage = what.to_string();
+            bar.set_message(stage.clone());
+            bar.set_length(total);
+        }
+        bar.set_position(done);
+    };
+    experiment::default_model(&mut strategies, flags.model.as_deref());
+    let loaded = ckeep_engine::ModelSet::new(!runs.no_cache);
+    let mut models = |spec: &str| loaded.get(spec).map_err(ckeep_engine::Error::Embed);
+    let comparison = experiment::run(
+        data,
+        &strategies,
+        runs.metrics,
+        work,
+        &mut models,
+        runs.tokens,
+        &mut progress,
+    )?;
+    bar.finish_and_clear();
+    Ok(comparison)
 }

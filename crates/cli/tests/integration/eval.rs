@@ -324,3 +324,61 @@ fn empty_documents_are_left_out_with_a_warning() {
     assert!(err.contains("1 malformed line(s):\n  line 5: missing `text`"), "{err}");
     assert!(!err.contains("line 0"), "one flat list: {err}");
 }
+
+/// `eval tune` expands a grid, deals the queries into folds, and reports each fold's choice and
+/// the out-of-fold mean, which is made of the chosen candidates' values on held-out queries.
+#[test]
+fn tune_reports_out_of_fold_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs.jsonl");
+    let queries = dir.path().join("queries.jsonl");
+    let animals = ["owls", "larks", "wrens", "gulls", "herons", "finches", "crows", "swans"];
+    let mut d = String::new();
+    let mut q = String::new();
+    for (i, a) in animals.iter().enumerate() {
+        d.push_str(&format!(
+            "{{\"doc_id\": \"{a}\", \"title\": \"{a}\", \"text\": \"The {a} of chapter {i} live by the river and eat seeds.\"}}\n"
+        ));
+        q.push_str(&format!(
+            "{{\"qid\": \"q{i}\", \"question\": \"{a} river\", \"doc_id\": \"{a}\"}}\n"
+        ));
+    }
+    std::fs::write(&docs, d).unwrap();
+    std::fs::write(&queries, q).unwrap();
+    let store = dir.path().join("unused");
+    let (d, q) = (docs.to_str().unwrap(), queries.to_str().unwrap());
+    let mut args = vec!["eval", "tune", "--docs", d, "--queries", q, "--model", "test-hash-256"];
+    args.extend([
+        "--strategy",
+        "level=doc,mode=hybrid:linear={0.2,0.8}",
+        "--strategy",
+        "level=doc",
+    ]);
+    args.extend(["--metric", "mrr", "--folds", "4"]);
+    let out = json(&store, &args);
+    let candidates = out["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), 3, "{out}");
+    let folds = out["folds"].as_array().unwrap();
+    assert_eq!(folds.len(), 4);
+    assert_eq!(folds.iter().map(|f| f["queries"].as_u64().unwrap()).sum::<u64>(), 8);
+    let names: Vec<&str> = candidates.iter().map(|c| c["strategy"].as_str().unwrap()).collect();
+    let held: f64 = folds
+        .iter()
+        .map(|f| {
+            assert!(names.contains(&f["strategy"].as_str().unwrap()), "{f}");
+            f["held_out_mean"].as_f64().unwrap() * f["queries"].as_f64().unwrap()
+        })
+        .sum::<f64>()
+        / 8.0;
+    assert!((held - out["out_of_fold"].as_f64().unwrap()).abs() < 1e-9, "{out}");
+    let best = out["in_sample_best"]["mean"].as_f64().unwrap();
+    assert!(out["out_of_fold"].as_f64().unwrap() <= best + 1e-12, "{out}");
+    assert!(out["p_vs_baseline"].as_f64().unwrap() > 0.0);
+    // Plain output, and a grid that does not close.
+    assert!(ok(&store, &args[..]).contains("out-of-fold mrr: "), "plain report");
+    let bad =
+        ["eval", "tune", "--docs", d, "--queries", q, "--strategy", "mode=hybrid:linear={0.2"];
+    let (code, err) = fails(&store, &bad);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("without its"), "{err}");
+}

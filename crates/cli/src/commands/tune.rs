@@ -1,0 +1,175 @@
+//! `ckeep eval tune`: strategy parameters chosen by k-fold cross-validation over queries (see
+//! `ckeep_eval::tune`), reported out of fold.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use ckeep_engine::Strategy;
+use ckeep_eval::experiment::Comparison;
+use ckeep_eval::tune::{FoldChoice, Tuning, cross_validate, expand_grid};
+use ckeep_eval::{Metric, paired_randomization};
+use serde::Serialize;
+
+use super::eval::{Runs, compare, load_dataset};
+use crate::UsageError;
+use crate::args::EvalTuneArgs;
+use crate::output::{Output, outln};
+
+/// Permutations of the test against the baseline, as `eval run` uses.
+const ROUNDS: usize = 10_000;
+
+#[derive(Serialize)]
+struct Candidate<'a> {
+    strategy: &'a str,
+    /// Mean over all queries: chosen on them, so optimistic.
+    mean: f64,
+}
+
+#[derive(Serialize)]
+struct Fold<'a> {
+    strategy: &'a str,
+    #[serde(flatten)]
+    choice: &'a FoldChoice,
+}
+
+#[derive(Serialize)]
+struct TuneOutput<'a> {
+    dataset: &'a str,
+    queries: usize,
+    metric: String,
+    folds: Vec<Fold<'a>>,
+    seed: u64,
+    /// The figure to report: every query scored by parameters chosen without it.
+    out_of_fold: f64,
+    baseline: Candidate<'a>,
+    /// p of the out-of-fold per-query values against the baseline's.
+    p_vs_baseline: f64,
+    /// The best candidate over all queries: chosen on the queries it is scored on.
+    in_sample_best: Candidate<'a>,
+    candidates: Vec<Candidate<'a>>,
+}
+
+pub fn run(args: &EvalTuneArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
+    let strategies = candidates(&args.strategies)?;
+    let data = load_dataset(&args.data, out)?;
+    let metrics = [args.metric];
+    let runs = Runs { metrics: &metrics, tokens: None, no_cache };
+    let comparison = compare(&args.data, &data, strategies, &runs, out)?;
+    let ids: Vec<&str> = data.queries.iter().map(|q| q.id.as_str()).collect();
+    let values = per_query(&comparison, &ids);
+    let tuning = cross_validate(&values, usize::from(args.folds), args.seed);
+    print(args, &comparison, &values, &tuning, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every strategy the specs expand to, parsed, without repeats.
+fn candidates(specs: &[String]) -> anyhow::Result<Vec<Strategy>> {
+    let mut out: Vec<Strategy> = Vec::new();
+    for spec in specs {
+        for expanded in expand_grid(spec).map_err(UsageError)? {
+            let s: Strategy = expanded.parse().map_err(|e: ckeep_engine::Error| {
+                UsageError(format!("--strategy {expanded}: {e}"))
+            })?;
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    if out.len() > ckeep_eval::tune::MAX_CANDIDATES {
+        bail!(UsageError(format!(
+            "{} candidates; at most {} are run",
+            out.len(),
+            ckeep_eval::tune::MAX_CANDIDATES
+        )));
+    }
+    Ok(out)
+}
+
+/// `values[c][q]`: candidate `c`'s objective on query `ids[q]`; a query a candidate retrieved
+/// nothing for scores 0, as it would in any ranking.
+fn per_query(c: &Comparison, ids: &[&str]) -> Vec<Vec<f64>> {
+    c.strategies
+        .iter()
+        .map(|s| {
+            let e = &s.evaluation;
+            let at: HashMap<&str, f64> = e
+                .queries
+                .iter()
+                .map(String::as_str)
+                .zip(e.per_query.iter().map(|v| v[0]))
+                .collect();
+            ids.iter().map(|q| at.get(q).copied().unwrap_or(0.0)).collect()
+        })
+        .collect()
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+}
+
+fn print(
+    args: &EvalTuneArgs,
+    c: &Comparison,
+    values: &[Vec<f64>],
+    tuning: &Tuning,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let name = |i: usize| c.strategies[i].strategy.as_str();
+    let means: Vec<f64> = values.iter().map(|v| mean(v)).collect();
+    let best = (0..means.len()).fold(0, |b, i| if means[i] > means[b] { i } else { b });
+    let p = paired_randomization(&tuning.out_of_fold, &values[0], ROUNDS);
+    let metric: &Metric = &args.metric;
+    if out.json {
+        out.print_json(&TuneOutput {
+            dataset: &c.dataset,
+            queries: c.queries,
+            metric: metric.to_string(),
+            folds: tuning
+                .folds
+                .iter()
+                .map(|f| Fold { strategy: name(f.chosen), choice: f })
+                .collect(),
+            seed: args.seed,
+            out_of_fold: tuning.mean,
+            baseline: Candidate { strategy: name(0), mean: means[0] },
+            p_vs_baseline: p,
+            in_sample_best: Candidate { strategy: name(best), mean: means[best] },
+            candidates: (0..means.len())
+                .map(|i| Candidate { strategy: name(i), mean: means[i] })
+                .collect(),
+        })?;
+        return Ok(());
+    }
+    outln!(
+        "{} — {} queries, {} candidates, {} folds (seed {}), objective {metric}",
+        c.dataset,
+        c.queries,
+        values.len(),
+        tuning.folds.len(),
+        args.seed
+    );
+    outln!("| fold | queries | chosen on the other folds | train | held out |");
+    outln!("|---|---|---|---|---|");
+    for (i, f) in tuning.folds.iter().enumerate() {
+        outln!(
+            "| {} | {} | {} | {:.4} | {:.4} |",
+            i + 1,
+            f.queries,
+            name(f.chosen),
+            f.train_mean,
+            f.held_out_mean
+        );
+    }
+    outln!(
+        "out-of-fold {metric}: {:.4} (every query scored by parameters chosen without it)",
+        tuning.mean
+    );
+    outln!("baseline {}: {:.4}; out-of-fold vs baseline p = {p:.4}", name(0), means[0]);
+    outln!(
+        "best over all queries (optimistic: chosen on the queries it is scored on): {} {:.4}",
+        name(best),
+        means[best]
+    );
+    Ok(())
+}
