@@ -275,6 +275,10 @@ pub struct SimilarArgs {
     /// List the top chunk pairs with their spans and text.
     #[arg(long)]
     pub explain: bool,
+    /// Also give the probability of a duplicate by a pair model `ckeep pairs --learn
+    /// --save-model FILE` fitted (with the same model and chunker), and its verdict.
+    #[arg(long, value_name = "FILE")]
+    pub pair_model: Option<PathBuf>,
 }
 
 /// Pair file layouts.
@@ -318,6 +322,19 @@ pub struct PairsArgs {
     /// Write every reported pair's scores and verdicts here (TSV).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Also learn a pair score: logistic regression over whole-text cosine, chunk-pair score,
+    /// best chunk pair, length ratio and lexical overlap. Fitted on the calibration pairs, or,
+    /// without any, cross-validated over FILE's pairs (--folds); never judged on pairs it was
+    /// fitted on.
+    #[arg(long)]
+    pub learn: bool,
+    /// Folds of --learn without calibration pairs.
+    #[arg(long, value_name = "K", default_value_t = 5, value_parser = clap::value_parser!(u16).range(2..=100))]
+    pub folds: u16,
+    /// Save the learned model (JSON; fitted on every pair it may learn from) for
+    /// `ckeep similar --pair-model`.
+    #[arg(long, value_name = "FILE", requires = "learn")]
+    pub save_model: Option<PathBuf>,
 }
 
 fn parse_fraction(s: &str) -> Result<f64, String> {

@@ -28,6 +28,7 @@ mod derive;
 mod expand;
 mod ingest;
 mod models;
+mod pair_model;
 mod represent;
 mod search;
 mod similar;
@@ -56,6 +57,9 @@ pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
 pub use models::{ModelSet, load_model, stored_model};
+pub use pair_model::{
+    FEATURES as PAIR_FEATURES, Features as PairFeatures, PairModel, features as pair_features,
+};
 pub use represent::{ContextParts, Representation, parse_list as parse_representations};
 pub use search::{MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult};
 pub use similar::{

@@ -3,7 +3,7 @@
 //! calibration pairs, at each method's best threshold on those, with ROC-AUC, average precision
 //! and McNemar's test between the methods.
 
-use ckeep_engine::{EmbeddedText, PairScorer};
+use ckeep_engine::{EmbeddedText, PairFeatures, PairModel, PairScorer, pair_features};
 use serde::Serialize;
 
 use crate::pair_file::LabelledPair;
@@ -23,6 +23,8 @@ pub struct PairScores {
     pub whole: Vec<f32>,
     /// Chunk-pair scores.
     pub chunk: Vec<f32>,
+    /// The features a learned pair score reads (see `ckeep_engine::PairModel`).
+    pub features: Vec<PairFeatures>,
 }
 
 /// One method at one threshold.
@@ -81,6 +83,9 @@ pub struct PairStudy {
     /// Every reported pair's scores, for `--out`.
     #[serde(skip)]
     pub scores: PairScores,
+    /// The calibration pairs' scores, for a learned score.
+    #[serde(skip)]
+    pub calibration_scores: PairScores,
 }
 
 /// Which pairs to report and which to calibrate on.
@@ -149,6 +154,7 @@ fn score(
                 s.labels.push(p.label);
                 s.whole.push(score.whole);
                 s.chunk.push(score.chunk_pair);
+                s.features.push(pair_features(&score, &p.a, &p.b));
             }
             s
         })
@@ -219,5 +225,55 @@ pub fn study(
         seconds,
         pairs_per_second: scored_pairs as f64 / seconds.max(f64::MIN_POSITIVE),
         scores: rep,
+        calibration_scores: cal,
     })
+}
+
+/// A learned pair score judged honestly: fitted on the calibration pairs and reported on the
+/// others, or, without calibration pairs, fitted `folds` times each without one fold of the
+/// reported pairs and judged on that fold (each fold at the threshold its own fit chose), so no
+/// pair is judged by a model fitted on it. Also returns the model fitted on every pair it may
+/// learn from (the calibration pairs, else all), for `--save-model`.
+pub fn learn(
+    scorer: &PairScorer,
+    report: &PairScores,
+    calibration: &PairScores,
+    folds: usize,
+    seed: u64,
+) -> Result<(MethodResult, PairModel), ckeep_engine::Error> {
+    let row = |method: String, scores: &[f32], verdicts: Classification| MethodResult {
+        method,
+        roc_auc: roc_auc(scores, &report.labels),
+        average_precision: average_precision(scores, &report.labels),
+        classification: verdicts,
+    };
+    if !calibration.labels.is_empty() {
+        let model = PairModel::fit(&calibration.features, &calibration.labels, scorer)?;
+        let probs: Vec<f32> = report.features.iter().map(|f| model.probability(f) as f32).collect();
+        let verdicts = classify(&probs, &report.labels, model.threshold);
+        return Ok((row("learned, calibrated".into(), &probs, verdicts), model));
+    }
+    let n = report.labels.len();
+    let folds = folds.clamp(2, n.max(2));
+    let mut fold_of = vec![0; n];
+    for (position, i) in sample(n, n, seed).into_iter().enumerate() {
+        fold_of[i] = position % folds;
+    }
+    let (mut probs, mut shifted) = (vec![0.0f32; n], vec![0.0f32; n]);
+    for f in 0..folds {
+        let train: Vec<usize> = (0..n).filter(|&i| fold_of[i] != f).collect();
+        let x: Vec<PairFeatures> = train.iter().map(|&i| report.features[i]).collect();
+        let y: Vec<bool> = train.iter().map(|&i| report.labels[i]).collect();
+        let model = PairModel::fit(&x, &y, scorer)?;
+        for i in (0..n).filter(|&i| fold_of[i] == f) {
+            let p = model.probability(&report.features[i]);
+            probs[i] = p as f32;
+            // Judged at this fold's own threshold: the same verdict as `p ≥ threshold`.
+            shifted[i] = (p - model.threshold + 0.5) as f32;
+        }
+    }
+    let model = PairModel::fit(&report.features, &report.labels, scorer)?;
+    let mut verdicts = classify(&shifted, &report.labels, 0.5);
+    verdicts.threshold = model.threshold;
+    Ok((row(format!("learned, {folds}-fold out of fold"), &probs, verdicts), model))
 }

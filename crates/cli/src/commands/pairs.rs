@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use ckeep_eval::pair_file::{LabelledPair, PairFile, PairFormat};
-use ckeep_eval::pair_study::{PairScores, PairSelection, study};
+use ckeep_eval::pair_study::{PairScores, PairSelection, learn, study};
 
 use crate::args::{PairFormatArg, PairsArgs};
 use crate::output::{Output, outln};
@@ -75,6 +75,21 @@ pub fn run(args: &PairsArgs, no_cache: bool, out: &Output) -> anyhow::Result<Exi
     };
     let mut result = study(&scorer, &report, &calibration, args.threshold, &mut progress)?;
     bar.finish_and_clear();
+    if args.learn {
+        let (learned, model) = learn(
+            &scorer,
+            &result.scores,
+            &result.calibration_scores,
+            usize::from(args.folds),
+            args.seed,
+        )?;
+        result.results.push(learned);
+        if let Some(path) = &args.save_model {
+            std::fs::write(path, serde_json::to_string_pretty(&model)? + "\n")
+                .with_context(|| format!("writing the pair model to {}", path.display()))?;
+            out.note(format!("pair model written to {}", path.display()));
+        }
+    }
     result.file = Some(args.file.display().to_string());
     if let Some(path) = &args.out {
         write_scores(path, &report, &result.scores)?;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use ckeep_engine::PairScorer;
+use ckeep_engine::{PairModel, PairScorer, pair_features};
 
 use crate::args::{PairScoring, SimilarArgs};
 use crate::output::{Output, outln, snippet};
@@ -46,13 +46,28 @@ pub fn run(args: &SimilarArgs, no_cache: bool, out: &Output) -> anyhow::Result<E
         }
     }
     let scorer = scorer(&args.scoring, no_cache)?;
-    if out.json {
-        out.print_json(&scorer.report(&a, &b, args.threshold, args.explain)?)?;
-        return Ok(ExitCode::SUCCESS);
+    let pair_model = args.pair_model.as_deref().map(PairModel::load).transpose()?;
+    if let Some(m) = &pair_model {
+        m.check(&scorer)?;
     }
     let embedded = scorer.embed(&[&a, &b])?;
     let (ea, eb) = (&embedded[0], &embedded[1]);
     let score = scorer.score(ea, eb);
+    // The learned probability and its model's threshold.
+    let learned = pair_model.map(|m| (m.probability(&pair_features(&score, &a, &b)), m.threshold));
+    if out.json {
+        let mut report =
+            serde_json::to_value(scorer.report(&a, &b, args.threshold, args.explain)?)?;
+        if let Some((probability, threshold)) = learned {
+            report["learned"] = serde_json::json!({
+                "probability": probability,
+                "threshold": threshold,
+                "duplicate": probability >= threshold,
+            });
+        }
+        out.print_json(&report)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let duplicate = f64::from(score.chunk_pair) >= args.threshold;
     let pairs = ea.spans.len() * eb.spans.len();
     outln!(
@@ -70,6 +85,12 @@ pub fn run(args: &SimilarArgs, no_cache: bool, out: &Output) -> anyhow::Result<E
         args.threshold,
         if f64::from(score.whole) >= args.threshold { "duplicate" } else { "different" }
     );
+    if let Some((probability, threshold)) = learned {
+        outln!(
+            "learned           {probability:.4} probability of a duplicate: {} (threshold {threshold:.3})",
+            if probability >= threshold { "duplicate" } else { "different" }
+        );
+    }
     if args.explain {
         for p in &score.top {
             let (sa, sb) = (ea.spans[p.a], eb.spans[p.b]);

@@ -336,12 +336,12 @@ fn tune_reports_out_of_fold_scores() {
     let mut d = String::new();
     let mut q = String::new();
     for (i, a) in animals.iter().enumerate() {
-        d.push_str(&format!(
-            "{{\"doc_id\": \"{a}\", \"title\": \"{a}\", \"text\": \"The {a} of chapter {i} live by the river and eat seeds.\"}}\n"
-        ));
-        q.push_str(&format!(
-            "{{\"qid\": \"q{i}\", \"question\": \"{a} river\", \"doc_id\": \"{a}\"}}\n"
-        ));
+        use std::fmt::Write as _;
+        let text = format!("The {a} of chapter {i} live by the river and eat seeds.");
+        let doc = serde_json::json!({"doc_id": a, "title": a, "text": text});
+        writeln!(d, "{doc}").unwrap();
+        let query = serde_json::json!({"qid": format!("q{i}"), "question": format!("{a} river"), "doc_id": a});
+        writeln!(q, "{query}").unwrap();
     }
     std::fs::write(&docs, d).unwrap();
     std::fs::write(&queries, q).unwrap();

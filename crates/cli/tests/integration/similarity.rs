@@ -207,3 +207,54 @@ fn dedup_clusters_edited_copies_and_nothing_else() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no vectors"), "{err}");
 }
+
+/// `pairs --learn` on real QQP pairs: fitted on a calibration half and judged on the other, or
+/// cross-validated over all of them; the saved model gives `similar --pair-model` the same
+/// probability for a pair as its features imply, and refuses features made another way.
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn pairs_learn_a_score_judged_on_pairs_it_did_not_see() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let raw = std::fs::read(data_dir().join("qqp/dev.tsv")).unwrap();
+    let lines: Vec<&[u8]> = raw.split(|b| *b == b'\n').skip(1).take(600).collect();
+    let file = dir.path().join("pairs.tsv");
+    std::fs::write(&file, lines.join(&b'\n')).unwrap();
+    let pairs_file = file.to_str().unwrap();
+    let saved = dir.path().join("model.json");
+    let calibrated = json(&store, &["pairs", pairs_file, "--calibrate-split", "0.5", "--learn"]);
+    let folds =
+        json(&store, &["pairs", pairs_file, "--learn", "--save-model", saved.to_str().unwrap()]);
+    for (out, method) in
+        [(&calibrated, "learned, calibrated"), (&folds, "learned, 5-fold out of fold")]
+    {
+        let results = out["results"].as_array().unwrap();
+        let learned = results.iter().find(|r| r["method"] == method).expect(method);
+        let auc = learned["roc_auc"].as_f64().unwrap();
+        assert!(auc > 0.7, "real signal: {learned}");
+        let acc = learned["accuracy"].as_f64().unwrap();
+        assert!(acc > 0.6 && acc <= 1.0, "{learned}");
+    }
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(model["kind"], "ckeep-pair-logistic");
+    assert_eq!(model["model"], "all-MiniLM-L6-v2");
+    assert_eq!(model["trained_on"], folds["pairs"]);
+    let (first, second) =
+        ("How do I learn Python quickly?", "What is the fastest way to learn Python?");
+    let model_path = saved.to_str().unwrap();
+    let one = json(&store, &["similar", first, second, "--pair-model", model_path]);
+    let probability = one["learned"]["probability"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&probability), "{one}");
+    let threshold = model["threshold"].as_f64().unwrap();
+    assert_eq!(one["learned"]["duplicate"], probability >= threshold);
+    let (code, err) = fails(
+        &store,
+        &["similar", first, second, "--pair-model", model_path, "--chunker", "sentences"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("fitted on all-MiniLM-L6-v2"), "{err}");
+    std::fs::write(&saved, "{\"kind\": \"something else\"}").unwrap();
+    let (code, err) = fails(&store, &["similar", first, second, "--pair-model", model_path]);
+    assert_eq!(code, 2, "{err}");
+}
