@@ -86,6 +86,22 @@ pub struct PairStudy {
     /// The calibration pairs' scores, for a learned score.
     #[serde(skip)]
     pub calibration_scores: PairScores,
+    /// McNemar's test of the learned score against the whole-text cosine (see [`learn`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learned_vs_whole: Option<LearnedTest>,
+}
+
+/// McNemar's test between the learned score and the whole-text cosine.
+#[derive(Debug, Clone, Serialize)]
+pub struct LearnedTest {
+    /// The whole-text row compared with (`whole text, calibrated`, else `…, fixed`).
+    pub against: String,
+    /// Pairs only the learned score judged right.
+    pub learned_only: usize,
+    /// Pairs only the whole-text cosine judged right.
+    pub whole_only: usize,
+    /// Exact two-sided p-value.
+    pub p_value: f64,
 }
 
 /// Which pairs to report and which to calibrate on.
@@ -226,6 +242,7 @@ pub fn study(
         pairs_per_second: scored_pairs as f64 / seconds.max(f64::MIN_POSITIVE),
         scores: rep,
         calibration_scores: cal,
+        learned_vs_whole: None,
     })
 }
 
@@ -235,6 +252,28 @@ pub fn study(
 /// pair is judged by a model fitted on it. Also returns the model fitted on every pair it may
 /// learn from (the calibration pairs, else all), for `--save-model`.
 pub fn learn(
+    scorer: &PairScorer,
+    study: &mut PairStudy,
+    folds: usize,
+    seed: u64,
+) -> Result<PairModel, ckeep_engine::Error> {
+    let (row, model) = learned(scorer, &study.scores, &study.calibration_scores, folds, seed)?;
+    // The whole-text row at the best threshold it has (calibrated, else fixed).
+    if let Some(whole) = study.results.iter().rev().find(|r| r.method.starts_with("whole text")) {
+        let t = mcnemar(&row.classification.correct, &whole.classification.correct);
+        study.learned_vs_whole = Some(LearnedTest {
+            against: whole.method.clone(),
+            learned_only: t.only_first,
+            whole_only: t.only_second,
+            p_value: t.p_value,
+        });
+    }
+    study.results.push(row);
+    Ok(model)
+}
+
+/// The learned score's row, and the model to save.
+fn learned(
     scorer: &PairScorer,
     report: &PairScores,
     calibration: &PairScores,

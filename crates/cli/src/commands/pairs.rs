@@ -76,14 +76,7 @@ pub fn run(args: &PairsArgs, no_cache: bool, out: &Output) -> anyhow::Result<Exi
     let mut result = study(&scorer, &report, &calibration, args.threshold, &mut progress)?;
     bar.finish_and_clear();
     if args.learn {
-        let (learned, model) = learn(
-            &scorer,
-            &result.scores,
-            &result.calibration_scores,
-            usize::from(args.folds),
-            args.seed,
-        )?;
-        result.results.push(learned);
+        let model = learn(&scorer, &mut result, usize::from(args.folds), args.seed)?;
         if let Some(path) = &args.save_model {
             std::fs::write(path, serde_json::to_string_pretty(&model)? + "\n")
                 .with_context(|| format!("writing the pair model to {}", path.display()))?;
@@ -140,6 +133,15 @@ pub fn run(args: &PairsArgs, no_cache: bool, out: &Output) -> anyhow::Result<Exi
             t.thresholds,
             t.whole_only,
             t.chunk_pair_only,
+            if t.p_value < 1e-4 { "< 0.0001".to_string() } else { format!("= {:.4}", t.p_value) }
+        );
+    }
+    if let Some(t) = &result.learned_vs_whole {
+        outln!(
+            "McNemar, learned vs {}: learned alone right on {}, whole text alone on {}; p {}",
+            t.against,
+            t.learned_only,
+            t.whole_only,
             if t.p_value < 1e-4 { "< 0.0001".to_string() } else { format!("= {:.4}", t.p_value) }
         );
     }

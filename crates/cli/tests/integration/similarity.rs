@@ -234,6 +234,8 @@ fn pairs_learn_a_score_judged_on_pairs_it_did_not_see() {
         assert!(auc > 0.7, "real signal: {learned}");
         let acc = learned["accuracy"].as_f64().unwrap();
         assert!(acc > 0.6 && acc <= 1.0, "{learned}");
+        let test = &out["learned_vs_whole"];
+        assert!(test["p_value"].as_f64().is_some_and(|p| p > 0.0 && p <= 1.0), "{out}");
     }
     let model: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
