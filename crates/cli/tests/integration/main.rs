@@ -89,3 +89,12 @@ pub fn listening(child: &mut std::process::Child) -> String {
     let started: serde_json::Value = serde_json::from_str(&line).expect("the listening line");
     started["listening"].as_str().expect("a URL").to_string()
 }
+
+/// An HTTP client for a test server: statuses are answers, not errors; a minute at most.
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_mins(1)))
+        .build()
+        .into()
+}

@@ -3,17 +3,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::time::Duration;
 
-use crate::{ckeep, fails, json};
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_mins(1)))
-        .build()
-        .into()
-}
+use crate::{agent, ckeep, fails, json};
 
 #[test]
 fn serve_answers_over_http_and_stops_cleanly_on_sigterm() {

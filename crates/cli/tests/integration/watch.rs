@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::ckeep;
+use crate::{agent, ckeep};
 
 /// How long a change may take to show before the test gives up (a busy machine, a debug
 /// build); the figures printed are what counts.
@@ -52,14 +52,6 @@ fn serve(dir: &Path, extra: &[&str]) -> (Running, String) {
         .unwrap();
     let base = crate::listening(&mut child);
     (Running(child), base)
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_mins(1)))
-        .build()
-        .into()
 }
 
 /// Every chunk the server finds for `query` (k far above the chunks stored).
