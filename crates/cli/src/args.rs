@@ -494,6 +494,10 @@ pub struct DatasetFlags {
     /// Model for strategies with mode=dense or hybrid that name none (model=…).
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
+    /// Fields indexed for strategies that name no `repr=`: `text`, or `title,text` (the
+    /// default for BEIR datasets, as their published figures index them).
+    #[arg(long, value_name = "FIELDS", value_parser = parse_fields)]
+    pub fields: Option<ckeep_engine::Fields>,
 }
 
 #[derive(Debug, Args)]
@@ -536,6 +540,10 @@ pub struct EvalTuneArgs {
     pub seed: u64,
 }
 
+fn parse_fields(s: &str) -> Result<ckeep_engine::Fields, String> {
+    s.parse()
+}
+
 fn parse_metric(s: &str) -> Result<ckeep_eval::Metric, String> {
     s.parse::<ckeep_eval::Metric>().map_err(|e| e.to_string())
 }
@@ -545,8 +553,13 @@ pub struct AddArgs {
     /// Files or directories; `-` reads standard input as one plain-text document. Without any,
     /// `--model` embeds the chunks of a store built without one, and `--repr`/`--summarizer`
     /// are built for the documents already stored (resumable after an interruption).
-    #[arg(required_unless_present_any = ["repr", "summarizer", "model"], value_name = "PATH")]
+    #[arg(required_unless_present_any = ["repr", "summarizer", "model", "fields"], value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Which fields of each document to index: `text`, or `title,text` — each chunk indexed
+    /// and embedded with its document's title in front (BEIR's convention), and searched that
+    /// way unless a strategy names another `repr=`. Kept by the store.
+    #[arg(long, value_name = "FIELDS", value_parser = parse_fields)]
+    pub fields: Option<ckeep_engine::Fields>,
     /// Also build this representation for every document (repeatable); `plain` is always
     /// built with a model. Kept by the store for documents added later.
     #[arg(long, value_name = "REPR", value_parser = parse_repr, long_help = repr_help())]

@@ -122,6 +122,18 @@ impl<S: StoreWrite> Engine<S> {
         Ok(())
     }
 
+    /// Makes `repr` the representation searched when a strategy names none (`None`: plain);
+    /// [`Engine::require`] it first, so every document has it.
+    pub fn set_default_repr(&mut self, repr: Option<Representation>) -> Result<()> {
+        let mut manifest = self.store.manifest()?;
+        let spec = repr.filter(|r| *r != Representation::Plain).map(|r| r.to_string());
+        if manifest.default_repr != spec {
+            manifest.default_repr = spec;
+            self.store.set_manifest(&manifest)?;
+        }
+        Ok(())
+    }
+
     /// Computes every summary and stored representation the manifest lists for the documents
     /// that lack it.
     pub fn derive(&mut self, progress: DeriveProgress<'_>) -> Result<DeriveReport> {

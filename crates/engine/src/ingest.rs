@@ -156,6 +156,11 @@ impl<S: StoreWrite> Ingest<'_, S> {
         Ok(())
     }
 
+    /// Sets the representation searches use by default (see [`Engine::set_default_repr`]).
+    pub fn set_default_repr(&mut self, repr: Option<crate::Representation>) -> Result<()> {
+        self.engine.set_default_repr(repr)
+    }
+
     /// Removes documents in the transaction that writes the last batch, so a reader sees the
     /// documents added, replaced and removed by a small ingest (a watched folder's batch) all at
     /// once. Ids not stored are ignored.

@@ -60,7 +60,7 @@ pub use models::{ModelSet, load_model, stored_model};
 pub use pair_model::{
     FEATURES as PAIR_FEATURES, Features as PairFeatures, PairModel, features as pair_features,
 };
-pub use represent::{ContextParts, Representation, parse_list as parse_representations};
+pub use represent::{ContextParts, Fields, Representation, parse_list as parse_representations};
 pub use search::{MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult};
 pub use similar::{
     ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,

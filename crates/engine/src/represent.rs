@@ -296,6 +296,44 @@ impl FromStr for Representation {
     }
 }
 
+/// Which fields of a document are indexed: its text, or its title and text — BEIR's
+/// convention, and what users expect of documents with titles: each chunk is indexed (terms
+/// and embedding alike) with its document's title in front (`repr=contextual:title`), and
+/// that is what searches use unless a strategy names another representation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fields {
+    /// The text alone.
+    #[default]
+    Text,
+    /// Title and text.
+    TitleText,
+}
+
+impl Fields {
+    /// The representation searches use by default (`None`: plain).
+    pub fn representation(self) -> Option<Representation> {
+        match self {
+            Self::Text => None,
+            Self::TitleText => Some(Representation::Contextual(ContextParts {
+                title: true,
+                headings: false,
+                summary: false,
+            })),
+        }
+    }
+}
+
+impl FromStr for Fields {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.replace(' ', "").as_str() {
+            "text" => Ok(Self::Text),
+            "title,text" | "text,title" => Ok(Self::TitleText),
+            _ => Err(format!("unknown fields `{s}`; expected `text` or `title,text`")),
+        }
+    }
+}
+
 /// Parses `a+b+…` (a fusion of representations).
 pub fn parse_list(s: &str) -> Result<Vec<Representation>, String> {
     let list: Vec<Representation> =

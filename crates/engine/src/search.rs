@@ -173,7 +173,13 @@ struct Scored {
 impl<S: StoreRead> Engine<S> {
     /// The request's strategy, validated, after the checks every query passes.
     fn checked_strategy(&self, req: &SearchRequest) -> Result<Strategy> {
-        let strategy = req.strategy.clone().validate()?;
+        let mut strategy = req.strategy.clone().validate()?;
+        if strategy.repr.is_empty() {
+            strategy.repr = match self.store.manifest()?.default_repr {
+                Some(spec) => crate::represent::parse_list(&spec).map_err(Error::Invalid)?,
+                None => vec![crate::Representation::Plain],
+            };
+        }
         if req.query.trim().is_empty() {
             return Err(Error::Invalid("the query is empty".into()));
         }
@@ -304,7 +310,13 @@ impl<S: StoreRead> Engine<S> {
                 explain: req.explain.then(|| self.explain(&scored, &strategy, &c.chunks)),
             });
         }
-        Ok(SearchResponse { query: req.query.clone(), strategy: strategy.to_string(), results })
+        // As asked: a representation the store chose by default is not named (the explanation
+        // names it).
+        let mut shown = strategy;
+        if req.strategy.repr.is_empty() {
+            shown.repr.clear();
+        }
+        Ok(SearchResponse { query: req.query.clone(), strategy: shown.to_string(), results })
     }
 
     /// The ids and source maps of the documents behind `contexts`, one look-up each.

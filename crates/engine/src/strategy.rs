@@ -76,8 +76,8 @@ pub struct Strategy {
     pub expand: Expansion,
     /// Exact dense scan even where an HNSW graph would be used (default false).
     pub exact: bool,
-    /// The representations searched (default `plain`); several are fused by RRF at document
-    /// level.
+    /// The representations searched; several are fused by RRF at document level. Empty: the
+    /// store's default (`plain`, or what `--fields` chose), filled in when the search runs.
     pub repr: Vec<Representation>,
     /// The summaries a summary-based representation uses (default: the store's only one).
     pub summarizer: Option<Summarizer>,
@@ -144,7 +144,7 @@ impl Default for Strategy {
             k: 10,
             expand: Expansion::None,
             exact: false,
-            repr: vec![Representation::Plain],
+            repr: Vec::new(),
             summarizer: None,
         }
     }
@@ -169,7 +169,8 @@ expand=window:W|parent|doc|merge:R
                whole document, or auto-merge into parents when more than R of their children
                are hits (the parent keeps its best child's score); overlaps merged
 exact=true     exact dense scan even for collections searched by HNSW (20,000+ vectors)
-repr=R[+R…]    representation(s) searched (default plain; see `ckeep add --help`); several
+repr=R[+R…]    representation(s) searched (default: the store's, plain unless it was added with
+               --fields title,text; see `ckeep add --help`); several
                are fused by reciprocal rank at document level (needs level=doc)
 summarizer=S   the summaries summary-based representations use (default: the store's only one)";
 
@@ -180,9 +181,6 @@ summarizer=S   the summaries summary-based representations use (default: the sto
                 "k = {} is out of range: expected 1 to {MAX_K}",
                 self.k
             )));
-        }
-        if self.repr.is_empty() {
-            return Err(Error::Invalid("repr= needs a representation".into()));
         }
         if self.repr.len() > 1 && self.level != Level::Doc {
             return Err(Error::Invalid(format!(
@@ -282,7 +280,7 @@ impl fmt::Display for Strategy {
         if self.exact {
             f.write_str(",exact=true")?;
         }
-        if self.repr != [Representation::Plain] {
+        if !self.repr.is_empty() {
             write!(f, ",repr={}", self.repr_spec())?;
         }
         if let Some(s) = &self.summarizer {

@@ -50,6 +50,9 @@ pub struct Dataset {
     /// Corpus records left out because their text is empty (`FILE:LINE: why`); no system can
     /// retrieve them, and `eval run --strict` refuses the dataset instead.
     pub skipped: Vec<String>,
+    /// The fields strategies that name no representation search: title and text for BEIR
+    /// (as its published figures index them), the text elsewhere; `--fields` overrides.
+    pub fields: ckeep_engine::Fields,
 }
 
 impl Dataset {
@@ -158,6 +161,7 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<Dataset, Error> {
         qrels,
         passages: std::collections::HashMap::new(),
         skipped,
+        fields: ckeep_engine::Fields::TitleText,
     })
 }
 
@@ -301,7 +305,15 @@ pub fn load_longdoc_at(
     } else {
         (name, std::collections::HashMap::new())
     };
-    Ok(Dataset { name, docs, queries, qrels, passages, skipped })
+    Ok(Dataset {
+        name,
+        docs,
+        queries,
+        qrels,
+        passages,
+        skipped,
+        fields: ckeep_engine::Fields::Text,
+    })
 }
 
 /// Loads the fastbook-benchmark layout (see the module docs).
@@ -379,6 +391,7 @@ pub fn load_fastbook(dir: &Path, split: &str) -> Result<Dataset, Error> {
         qrels,
         passages: std::collections::HashMap::new(),
         skipped: Vec::new(),
+        fields: ckeep_engine::Fields::Text,
     })
 }
 

@@ -158,6 +158,8 @@ pub fn run(
         .filter_map(|m| if let Metric::Contain(k) = m { Some(*k) } else { None })
         .max()
         .unwrap_or(10);
+    let strategies = with_fields(dataset, strategies);
+    let strategies = strategies.as_slice();
     let engines = build_indexes(dataset, strategies, work_dir, models, progress)?;
     let mut results: Vec<StrategyResult> = Vec::new();
     for s in strategies {
@@ -227,6 +229,21 @@ pub fn run(
         token_model: tokens.map(|t| t.name().to_string()),
         strategies: results,
     })
+}
+
+/// `strategies`, those that name no representation searching the dataset's fields (and
+/// saying so in their labels).
+fn with_fields(dataset: &Dataset, strategies: &[Strategy]) -> Vec<Strategy> {
+    strategies
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            if s.repr.is_empty() {
+                s.repr = dataset.fields.representation().into_iter().collect();
+            }
+            s
+        })
+        .collect()
 }
 
 /// Replaces the NaN placeholders of text metrics with answer containment per query.

@@ -27,6 +27,10 @@ pub struct Manifest {
     /// Summarizers whose summaries every document gets, by spec.
     #[serde(default)]
     pub summarizers: Vec<String>,
+    /// The representation searched when a strategy names none (`contextual:title` for a store
+    /// added with `--fields title,text`); `None`: plain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_repr: Option<String>,
     /// The `ckeep` version that created the store.
     pub created_by: String,
 }

@@ -68,7 +68,7 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     }
     let bar = out.progress(docs_total, "indexing");
     let mut ingest = engine.ingest(&chunker)?;
-    ingest.require(&args.repr, &args.summarizer)?;
+    require(&mut ingest, args)?;
     for (source, loaded) in valid {
         let loaded = if let Some(l) = loaded {
             l
@@ -214,7 +214,7 @@ fn derive_only(
     };
     let ingest = {
         let mut ingest = engine.ingest(&chunker)?;
-        ingest.require(&args.repr, &args.summarizer)?;
+        require(&mut ingest, args)?;
         ingest
     };
     let mut report = ingest.finish_with(&mut stage_progress(&bar))?;
@@ -229,6 +229,18 @@ fn derive_only(
     let run = Run { store, chunker: &chunker, analyzer, model: model.as_ref(), seconds };
     print_report(&run, &report, Vec::new(), Vec::new(), out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Records what every document gets: `--repr`, `--summarizer`, and the representation
+/// `--fields` stands for, which also becomes what searches use by default.
+fn require(ingest: &mut ckeep_engine::Ingest<'_, DynStore>, args: &AddArgs) -> anyhow::Result<()> {
+    let fields = args.fields.and_then(ckeep_engine::Fields::representation);
+    let reprs: Vec<_> = args.repr.iter().copied().chain(fields).collect();
+    ingest.require(&reprs, &args.summarizer)?;
+    if let Some(f) = args.fields {
+        ingest.set_default_repr(f.representation())?;
+    }
+    Ok(())
 }
 
 /// The settings an `add` ran with.

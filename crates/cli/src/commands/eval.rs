@@ -96,8 +96,11 @@ pub fn parse_metrics(s: &str) -> Result<Vec<Metric>, String> {
 /// refused) and at least one judged query.
 pub(crate) fn load_dataset(flags: &DatasetFlags, out: &Output) -> anyhow::Result<Dataset> {
     let files = flags.docs.as_deref().zip(flags.queries.as_deref());
-    let data =
+    let mut data =
         dataset::load(flags.dataset.as_deref(), &flags.split, files, flags.relevance == "passage")?;
+    if let Some(fields) = flags.fields {
+        data.fields = fields;
+    }
     if !data.skipped.is_empty() {
         let shown = data.skipped.iter().take(10).cloned().collect::<Vec<_>>().join("\n  ");
         let more = data.skipped.len().saturating_sub(10);
@@ -134,11 +137,12 @@ pub(crate) fn compare(
     out: &Output,
 ) -> anyhow::Result<Comparison> {
     out.note(format!(
-        "{}: {} documents, {} queries, {} strategies",
+        "{}: {} documents, {} queries, {} strategies; fields {} unless a strategy names repr=",
         data.name,
         data.docs.len(),
         data.queries.len(),
-        strategies.len()
+        strategies.len(),
+        if data.fields == ckeep_engine::Fields::TitleText { "title,text" } else { "text" }
     ));
     // Evaluation indexes go to a temporary directory (removed on exit) unless --work-dir.
     let tmp = tempfile::Builder::new().prefix("ckeep-eval-").tempdir()?;

@@ -236,3 +236,40 @@ fn a_bm25_store_gains_a_model_later() {
     assert!(err.contains("test-hash-256"), "{err}");
     assert!(run(&later, &["check"]).status.success());
 }
+
+/// `add --fields title,text`: every chunk is indexed with its document's title, searches use
+/// that unless they name another representation, and `--fields text` goes back to the text.
+#[test]
+fn fields_put_titles_into_what_is_searched() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let docs = dir.path().join("docs.jsonl");
+    std::fs::write(
+        &docs,
+        concat!(
+            "{\"id\": \"owls\", \"title\": \"Owls\", \"text\": \"These birds hunt at night.\"}\n",
+            "{\"id\": \"tea\", \"title\": \"乌龙茶\", \"text\": \"一种半发酵茶，主要产于福建。\"}\n",
+        ),
+    )
+    .unwrap();
+    json(&store, &["add", docs.to_str().unwrap(), "--fields", "title,text"]);
+    let found = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["search"];
+        all.extend_from_slice(args);
+        json(&store, &all)["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["doc_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(found(&["owls"]), ["owls"], "the title is searched by default");
+    assert_eq!(found(&["乌龙"]), ["tea"], "in Chinese too");
+    assert!(found(&["owls", "--repr", "plain"]).is_empty(), "the text alone has no owls");
+    let res = json(&store, &["search", "owls"]);
+    assert_eq!(res["strategy"], "mode=bm25,level=chunk,k=10", "as asked");
+    assert_eq!(json(&store, &["stats"])["manifest"]["default_repr"], "contextual:title");
+    json(&store, &["add", "--fields", "text"]);
+    assert!(found(&["owls"]).is_empty(), "back to the text");
+    assert!(json(&store, &["stats"])["manifest"]["default_repr"].is_null());
+}

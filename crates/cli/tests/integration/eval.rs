@@ -382,3 +382,32 @@ fn tune_reports_out_of_fold_scores() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("without its"), "{err}");
 }
+
+/// BEIR datasets are searched over title and text unless told otherwise, and the labels say
+/// which; `--fields text` searches the text alone.
+#[test]
+fn beir_datasets_search_titles_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let beir = dir.path().join("beir");
+    std::fs::create_dir_all(beir.join("qrels")).unwrap();
+    std::fs::write(
+        beir.join("corpus.jsonl"),
+        concat!(
+            "{\"_id\": \"d1\", \"title\": \"Owls\", \"text\": \"These birds hunt at night.\"}\n",
+            "{\"_id\": \"d2\", \"title\": \"Larks\", \"text\": \"These birds sing at dawn.\"}\n",
+        ),
+    )
+    .unwrap();
+    std::fs::write(beir.join("queries.jsonl"), "{\"_id\": \"q1\", \"text\": \"owls\"}\n").unwrap();
+    std::fs::write(beir.join("qrels/test.tsv"), "q1\td1\t1\n").unwrap();
+    let store = dir.path().join("unused");
+    let args = ["eval", "run", "--dataset", beir.to_str().unwrap(), "--strategy", "level=doc"];
+    let titled = json(&store, &args);
+    let row = &titled["strategies"][0];
+    assert!(row["strategy"].as_str().unwrap().contains("repr=contextual:title"), "{row}");
+    assert!(row["means"]["ndcg@10"].as_f64().unwrap() > 0.99, "{row}");
+    let plain = json(&store, &[&args[..], &["--fields", "text"]].concat());
+    let row = &plain["strategies"][0];
+    assert!(!row["strategy"].as_str().unwrap().contains("repr="), "{row}");
+    assert!(row["means"]["ndcg@10"].as_f64().unwrap() < 0.01, "no owls in the text: {row}");
+}
