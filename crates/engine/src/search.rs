@@ -170,6 +170,15 @@ struct Scored {
     dense_only: bool,
 }
 
+/// The strategy a search ran, as asked: a representation the store chose by default is not
+/// named (the explanation names it).
+fn as_asked(mut strategy: Strategy, req: &SearchRequest) -> String {
+    if req.strategy.repr.is_empty() {
+        strategy.repr.clear();
+    }
+    strategy.to_string()
+}
+
 impl<S: StoreRead> Engine<S> {
     /// The request's strategy, validated, after the checks every query passes.
     fn checked_strategy(&self, req: &SearchRequest) -> Result<Strategy> {
@@ -310,13 +319,7 @@ impl<S: StoreRead> Engine<S> {
                 explain: req.explain.then(|| self.explain(&scored, &strategy, &c.chunks)),
             });
         }
-        // As asked: a representation the store chose by default is not named (the explanation
-        // names it).
-        let mut shown = strategy;
-        if req.strategy.repr.is_empty() {
-            shown.repr.clear();
-        }
-        Ok(SearchResponse { query: req.query.clone(), strategy: shown.to_string(), results })
+        Ok(SearchResponse { query: req.query.clone(), strategy: as_asked(strategy, req), results })
     }
 
     /// The ids and source maps of the documents behind `contexts`, one look-up each.
