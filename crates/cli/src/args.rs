@@ -732,6 +732,13 @@ pub struct SearchArgs {
     /// The summaries a summary-based representation uses (default: the store's only one).
     #[arg(long, value_name = "SPEC", value_parser = parse_summarizer)]
     pub summarizer: Option<ckeep_engine::Summarizer>,
+    /// Reorder the top results by a reranker server's scores: `URL[#MODEL]` of the `/rerank`
+    /// API (TEI, Jina, Cohere and compatible servers; key from `CKEEP_API_KEY`).
+    #[arg(long, value_name = "URL")]
+    pub rerank: Option<String>,
+    /// How many results the reranker scores.
+    #[arg(long, value_name = "N", requires = "rerank", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    pub rerank_k: Option<usize>,
     /// A whole strategy spec; the flags above override its parts.
     #[arg(long, value_name = "SPEC", value_parser = parse_strategy, long_help = strategy_help())]
     pub strategy: Option<Strategy>,

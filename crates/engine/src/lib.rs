@@ -30,6 +30,7 @@ mod ingest;
 mod models;
 mod pair_model;
 mod represent;
+mod rerank;
 mod search;
 mod similar;
 mod strategy;
@@ -61,6 +62,7 @@ pub use pair_model::{
     FEATURES as PAIR_FEATURES, Features as PairFeatures, PairModel, features as pair_features,
 };
 pub use represent::{ContextParts, Fields, Representation, parse_list as parse_representations};
+pub use rerank::DEFAULT_RERANK_K;
 pub use search::{MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult};
 pub use similar::{
     ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,
@@ -146,6 +148,9 @@ pub enum Error {
     /// A language model (summaries) failed (see its error for whose fault).
     #[error(transparent)]
     Llm(#[from] ckeep_llm::Error),
+    /// A server the search called (a reranker) failed or answered what it should not.
+    #[error("{0}")]
+    Server(String),
     /// Files could not be watched for changes (a path vanished, or the system's limit on
     /// watches was reached).
     #[error("cannot watch {}: {message}", path.display())]
@@ -174,7 +179,7 @@ impl Error {
             | Self::Invalid(_)
             | Self::ModelMismatch { .. }
             | Self::ModelRequired(_) => true,
-            Self::Watch { .. } => false,
+            Self::Watch { .. } | Self::Server(_) => false,
         }
     }
 

@@ -218,6 +218,14 @@ impl<S: StoreRead> Engine<S> {
 
     /// Runs a search.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
+        match &req.strategy.rerank {
+            Some(spec) => self.search_reranked(req, spec),
+            None => self.search_ranked(req),
+        }
+    }
+
+    /// The search without its rerank stage.
+    pub(crate) fn search_ranked(&self, req: &SearchRequest) -> Result<SearchResponse> {
         let strategy = self.checked_strategy(req)?;
         let _snapshot = ReadSnapshot::begin(&self.store)?;
         let manifest = self.store.manifest()?;

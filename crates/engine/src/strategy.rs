@@ -17,7 +17,7 @@ use crate::represent::{Representation, parse_list};
 use crate::summarize::Summarizer;
 
 /// Keys of the spec.
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 13] = [
     "chunker",
     "analyzer",
     "model",
@@ -29,6 +29,8 @@ const KEYS: [&str; 11] = [
     "expand",
     "exact",
     "k",
+    "rerank",
+    "rerank_k",
 ];
 
 /// How chunks are scored.
@@ -81,6 +83,11 @@ pub struct Strategy {
     pub repr: Vec<Representation>,
     /// The summaries a summary-based representation uses (default: the store's only one).
     pub summarizer: Option<Summarizer>,
+    /// A reranker server (`URL[#MODEL]`, the common `/rerank` API) that reorders the top
+    /// `rerank_k` results.
+    pub rerank: Option<String>,
+    /// How many results the reranker scores (default 50).
+    pub rerank_k: usize,
 }
 
 /// Largest `k` accepted.
@@ -146,6 +153,8 @@ impl Default for Strategy {
             exact: false,
             repr: Vec::new(),
             summarizer: None,
+            rerank: None,
+            rerank_k: crate::rerank::DEFAULT_RERANK_K,
         }
     }
 }
@@ -172,7 +181,11 @@ exact=true     exact dense scan even for collections searched by HNSW (20,000+ v
 repr=R[+R…]    representation(s) searched (default: the store's, plain unless it was added with
                --fields title,text; see `ckeep add --help`); several
                are fused by reciprocal rank at document level (needs level=doc)
-summarizer=S   the summaries summary-based representations use (default: the store's only one)";
+summarizer=S   the summaries summary-based representations use (default: the store's only one)
+rerank=URL[#MODEL]
+               reorder the top results by a reranker server's scores (a cross-encoder behind
+               the /rerank API of TEI, Jina, Cohere and others; key from CKEEP_API_KEY)
+rerank_k=N     how many results the reranker scores (default 50)";
 
     /// Checks `k` and the representations, and returns the strategy.
     pub fn validate(self) -> Result<Self, Error> {
@@ -180,6 +193,12 @@ summarizer=S   the summaries summary-based representations use (default: the sto
             return Err(Error::Invalid(format!(
                 "k = {} is out of range: expected 1 to {MAX_K}",
                 self.k
+            )));
+        }
+        if self.rerank_k == 0 || self.rerank_k > MAX_K {
+            return Err(Error::Invalid(format!(
+                "rerank_k = {} is out of range: expected 1 to {MAX_K}",
+                self.rerank_k
             )));
         }
         if self.repr.len() > 1 && self.level != Level::Doc {
@@ -286,6 +305,12 @@ impl fmt::Display for Strategy {
         if let Some(s) = &self.summarizer {
             write!(f, ",summarizer={s}")?;
         }
+        if let Some(r) = &self.rerank {
+            write!(f, ",rerank={r}")?;
+            if self.rerank_k != crate::rerank::DEFAULT_RERANK_K {
+                write!(f, ",rerank_k={}", self.rerank_k)?;
+            }
+        }
         write!(f, ",k={}", self.k)
     }
 }
@@ -350,6 +375,15 @@ impl FromStr for Strategy {
                     s.k = value
                         .parse()
                         .map_err(|_| err(format!("k must be a whole number, got `{value}`")))?;
+                }
+                "rerank" if value.is_empty() => {
+                    return Err(err("rerank= needs a server URL".into()));
+                }
+                "rerank" => s.rerank = Some(value),
+                "rerank_k" => {
+                    s.rerank_k = value.parse().map_err(|_| {
+                        err(format!("rerank_k must be a whole number, got `{value}`"))
+                    })?;
                 }
                 other => return Err(err(format!("`{other}` is not available in this build yet"))),
             }

@@ -258,6 +258,9 @@ async fn every_caller_mistake_is_a_4xx_with_a_code() {
         422,
         "invalid_parameter",
     );
+    // A client cannot make the server call a server it names.
+    let rerank = json!({"query": "x", "strategy": "k=3,rerank=http://169.254.169.254/v1"});
+    assert_error(&server.post("/search", &rerank).await, 422, "invalid_parameter");
     assert_error(
         &server.post("/search", &json!({"query": "x", "repr": "nonsense"})).await,
         422,

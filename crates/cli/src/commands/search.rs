@@ -29,6 +29,12 @@ pub fn run(
         exact: args.exact.then_some(true),
     }
     .apply(&mut strategy);
+    if args.rerank.is_some() {
+        strategy.rerank.clone_from(&args.rerank);
+    }
+    if let Some(k) = args.rerank_k {
+        strategy.rerank_k = k;
+    }
     let mut engine = super::open(store)?;
     // The model is loaded only when the query needs it.
     if strategy.mode.needs_model() {

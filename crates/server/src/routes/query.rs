@@ -82,6 +82,12 @@ impl SearchBody {
             exact: self.exact,
         }
         .apply(&mut strategy);
+        if strategy.rerank.is_some() {
+            // A client must not make the server call servers of its choosing.
+            return Err(ApiError::invalid(
+                "`rerank=` is not accepted over HTTP: the server does not call servers a client names",
+            ));
+        }
         if strategy.k == 0 || strategy.k > limits.max_k {
             return Err(ApiError::invalid(format!("`k` must be 1 to {}", limits.max_k)));
         }
