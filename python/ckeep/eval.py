@@ -118,6 +118,7 @@ def run(
     count_tokens: Optional[str] = None,
     cache: bool = True,
     progress: _progress.Progress = None,
+    fields: Optional[str] = None,
 ) -> Comparison:
     """Indexes ``dataset`` once per chunker and model, runs every strategy, and compares them.
 
@@ -128,7 +129,10 @@ def run(
     the significance tests. ``model`` serves strategies that need one and name none.
     ``metrics``: a list or comma-separated string (default ``ckeep eval``'s). ``report`` writes
     the CLI's report directory (tables, runs, plots). Indexes are built in a temporary
-    directory unless ``work_dir`` (a directory or a PostgreSQL URL) is given.
+    directory unless ``work_dir`` (a directory or a PostgreSQL URL) is given. Strategies that
+    name no ``repr=`` search ``fields``: ``"title,text"`` (each chunk with its document's title,
+    the default for BEIR datasets, as their published figures index them) or ``"text"`` (the
+    default for other layouts).
     """
     if dataset is None and (docs is None or queries is None):
         raise _ckeep.UsageError("give a dataset directory, or both docs and queries")
@@ -139,7 +143,8 @@ def run(
         queries=None if queries is None else os.fspath(queries), relevance=relevance,
         strategies=given, metrics=_metric_list(metrics),
         model=model, work_dir=work_dir, report_dir=None if report is None else os.fspath(report),
-        count_tokens=count_tokens, cache=cache, progress=_progress.callback(progress)))
+        count_tokens=count_tokens, cache=cache, progress=_progress.callback(progress),
+        fields=fields))
     strategies_out = [StrategyScores(
         strategy=s["strategy"], means=s["means"], p_values=s["p_values"],
         query_seconds=s["query_seconds"], context_words=s["context_words"],

@@ -28,7 +28,7 @@ fn parse_metrics(list: Option<&str>) -> anyhow::Result<Vec<Metric>> {
 #[pyfunction]
 #[pyo3(signature = (*, dataset=None, split="test".to_string(), docs=None, queries=None,
     relevance="doc".to_string(), strategies, metrics=None, model=None, work_dir=None, report_dir=None,
-    count_tokens=None, cache=true, progress=None))]
+    count_tokens=None, cache=true, progress=None, fields=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn eval_run(
     py: Python<'_>,
@@ -45,6 +45,7 @@ pub fn eval_run(
     count_tokens: Option<String>,
     cache: bool,
     progress: Option<Py<PyAny>>,
+    fields: Option<String>,
 ) -> PyResult<String> {
     detached(py, || {
         let metrics = parse_metrics(metrics.as_deref())?;
@@ -60,7 +61,10 @@ pub fn eval_run(
             strategies.iter().map(|s| s.parse::<Strategy>()).collect::<Result<Vec<_>, _>>()?;
         experiment::default_model(&mut parsed, model.as_deref());
         let files = docs.as_deref().zip(queries.as_deref());
-        let data = dataset::load(dataset.as_deref(), &split, files, passage)?;
+        let mut data = dataset::load(dataset.as_deref(), &split, files, passage)?;
+        if let Some(f) = fields.as_deref() {
+            data.fields = f.parse().map_err(|e: String| usage(format!("fields: {e}")))?;
+        }
         if data.queries.is_empty() {
             anyhow::bail!(usage(format!("{} has no judged queries", data.name)));
         }

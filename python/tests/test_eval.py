@@ -137,3 +137,24 @@ def test_bad_requests_are_usage_errors(tmp_path: Path) -> None:
         ckeep.eval.run(DATA / "beir_scifact", strategies=["mode=dense"])
     with pytest.raises(ckeep.UsageError, match="strategy"):
         ckeep.eval.run(DATA / "beir_scifact", strategies=["mode=fast"])
+
+
+def test_beir_datasets_search_titles_unless_fields_say_text(tmp_path: Path) -> None:
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text(
+        '{"_id": "d1", "title": "Owls", "text": "These birds hunt at night."}\n'
+        '{"_id": "d2", "title": "Larks", "text": "These birds sing at dawn."}\n')
+    (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "owls"}\n')
+    (beir / "qrels" / "test.tsv").write_text("q1\td1\t1\n")
+    titled = ckeep.eval.run(beir, ["level=doc"], "ndcg@10")
+    assert "repr=contextual:title" in titled.strategies[0].strategy
+    assert titled.strategies[0].means["ndcg@10"] > 0.99
+    text = ckeep.eval.run(beir, ["level=doc"], "ndcg@10", fields="text")
+    assert "repr=" not in text.strategies[0].strategy
+    assert text.strategies[0].means["ndcg@10"] < 0.01
+    want = cli("eval", "run", "--dataset", str(beir), "--strategy", "level=doc",
+               "--metrics", "ndcg@10", "--fields", "text")
+    assert text.strategies[0].means == want["strategies"][0]["means"]
+    with pytest.raises(ckeep.UsageError):
+        ckeep.eval.run(beir, ["level=doc"], fields="abstract")
