@@ -30,7 +30,7 @@ fn python_docs() -> PathBuf {
 const LIVE_MANUAL: &str = "/usr/share/doc/live-manual/epub";
 
 /// Where scripts/test.sh unpacked the Debian packages that carry Word documents.
-fn unpacked() -> PathBuf {
+pub(crate) fn unpacked() -> PathBuf {
     std::env::var_os("CKEEP_DOCUMENTS").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/documents"),
         PathBuf::from,

@@ -5,7 +5,8 @@
 //! 2. meanwhile reader threads query without pause and never see half a document: every result
 //!    set holds each document at one revision, with the same number of chunks every time, and
 //!    documents that are only edited are never missing;
-//! 3. the same holds with `ckeep watch` in its own process beside `ckeep serve`.
+//! 3. the same holds with `ckeep watch` in its own process beside `ckeep serve`;
+//! 4. a real PDF copied in is found with its page, and is gone once deleted (real tier).
 //!
 //! Every wait is on a condition (the server's answer), with a generous deadline for a busy
 //! machine; the latencies are reported, not asserted.
@@ -328,4 +329,38 @@ fn watch_refuses_what_it_cannot_follow() {
         assert_eq!(code, 2, "{args:?}: {stderr}");
     }
     assert!(!store.exists(), "nothing was created");
+}
+
+/// A real PDF copied into a watched folder (it may be read half-written first: that batch
+/// skips it, the next loads it) is found through the server with its page, and is gone once
+/// deleted.
+#[test]
+#[ignore = "real tier (scripts/test.sh): PDFs from Debian's previsat"]
+fn a_pdf_copied_into_a_watched_folder_is_found_with_its_page() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    let (_server, base) = serve(dir.path(), &["--watch", "docs", "--prune"]);
+    let manual =
+        crate::documents::unpacked().join("usr/share/Astropedia/PreviSat/doc/PreviSat_en.pdf");
+    std::fs::copy(&manual, dir.path().join("docs/manual.pdf")).unwrap();
+    let query = "free open source software to track artificial satellites";
+    let agent = agent();
+    let start = Instant::now();
+    let hit = loop {
+        let mut res = agent
+            .post(format!("{base}/search"))
+            .send_json(json!({"query": query, "k": 1, "mode": "bm25"}))
+            .unwrap();
+        let body: Value = res.body_mut().read_json().unwrap();
+        if body["results"][0]["doc_id"] == "docs/manual.pdf" {
+            break body["results"][0].clone();
+        }
+        assert!(start.elapsed() < DEADLINE, "the PDF never became searchable: {body}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(hit["locations"][0]["pages"], json!([3]), "{hit}");
+    eprintln!("PDF copied → searchable in {} ms", start.elapsed().as_millis());
+    std::fs::remove_file(dir.path().join("docs/manual.pdf")).unwrap();
+    let gone = |a: &[(String, String)]| a.is_empty();
+    until(&base, query, gone);
 }
