@@ -185,9 +185,6 @@ impl<S: StoreWrite> Ingest<'_, S> {
 
     /// Writes pending documents as one transaction.
     pub fn flush(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
         self.write_pending(&[])
     }
 

@@ -59,7 +59,8 @@ pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
 pub use models::{ModelSet, load_model, stored_model};
 pub use pair_model::{
-    FEATURES as PAIR_FEATURES, Features as PairFeatures, PairModel, features as pair_features,
+    FEATURES as PAIR_FEATURES, Features as PairFeatures, PairModel, best_threshold,
+    features as pair_features,
 };
 pub use represent::{ContextParts, Fields, Representation, parse_list as parse_representations};
 pub use rerank::DEFAULT_RERANK_K;

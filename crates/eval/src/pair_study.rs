@@ -294,10 +294,7 @@ fn learned(
     }
     let n = report.labels.len();
     let folds = folds.clamp(2, n.max(2));
-    let mut fold_of = vec![0; n];
-    for (position, i) in sample(n, n, seed).into_iter().enumerate() {
-        fold_of[i] = position % folds;
-    }
+    let fold_of = crate::tune::deal(n, folds, seed);
     let (mut probs, mut shifted) = (vec![0.0f32; n], vec![0.0f32; n]);
     for f in 0..folds {
         let train: Vec<usize> = (0..n).filter(|&i| fold_of[i] != f).collect();

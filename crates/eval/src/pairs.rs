@@ -74,30 +74,7 @@ pub fn wilson(k: usize, n: usize) -> (f64, f64) {
     ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
-/// The threshold with the highest accuracy on these pairs: a midpoint between two adjacent
-/// distinct scores (or just outside the range), the lowest of equally good ones.
-pub fn best_threshold(scores: &[f32], labels: &[bool]) -> f64 {
-    let mut order: Vec<(f64, bool)> =
-        scores.iter().map(|s| f64::from(*s)).zip(labels.iter().copied()).collect();
-    order.sort_by(|a, b| a.0.total_cmp(&b.0));
-    // Threshold below everything: every pair called duplicate.
-    let mut right = labels.iter().filter(|l| **l).count() as i64;
-    let (mut best, mut best_right) = (order.first().map_or(0.0, |o| o.0 - 1e-6), right);
-    let mut i = 0;
-    while i < order.len() {
-        let score = order[i].0;
-        // Move every pair with this score below the threshold.
-        while i < order.len() && order[i].0.total_cmp(&score).is_eq() {
-            right += if order[i].1 { -1 } else { 1 };
-            i += 1;
-        }
-        let next = order.get(i).map_or(score + 1e-6, |o| f64::midpoint(score, o.0));
-        if right > best_right {
-            (best, best_right) = (next, right);
-        }
-    }
-    best
-}
+pub use ckeep_engine::best_threshold;
 
 /// Area under the ROC curve: the probability that a random duplicate outscores a random
 /// non-duplicate, ties counting half (Mann–Whitney). 0.5 when one class is absent.

@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::significance::SplitMix64;
+use crate::pairs::sample;
 
 /// Most candidates a grid may expand to: each is a full evaluation run.
 pub const MAX_CANDIDATES: usize = 256;
@@ -45,6 +45,16 @@ pub fn expand_grid(spec: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// The fold of each of `n` items: a seeded shuffle dealt round-robin into `folds` folds (of
+/// sizes differing by at most one).
+pub(crate) fn deal(n: usize, folds: usize, seed: u64) -> Vec<usize> {
+    let mut fold_of = vec![0; n];
+    for (position, i) in sample(n, n, seed).into_iter().enumerate() {
+        fold_of[i] = position % folds.max(1);
+    }
+    fold_of
+}
+
 /// One fold's choice.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FoldChoice {
@@ -80,17 +90,7 @@ pub fn cross_validate(values: &[Vec<f64>], folds: usize, seed: u64) -> Tuning {
     let n = values[0].len();
     assert!(values.iter().all(|v| v.len() == n), "one value per query for every candidate");
     let folds = folds.clamp(1, n.max(1));
-    // A seeded Fisher–Yates shuffle, then queries dealt round-robin.
-    let mut order: Vec<usize> = (0..n).collect();
-    let mut rng = SplitMix64(seed);
-    for i in (1..n).rev() {
-        let j = (rng.next() % (i as u64 + 1)) as usize;
-        order.swap(i, j);
-    }
-    let mut fold_of = vec![0usize; n];
-    for (position, &q) in order.iter().enumerate() {
-        fold_of[q] = position % folds;
-    }
+    let fold_of = deal(n, folds, seed);
     let mean_over = |c: usize, keep: &dyn Fn(usize) -> bool| {
         let (sum, count) =
             (0..n).filter(|&q| keep(q)).fold((0.0, 0usize), |(s, k), q| (s + values[c][q], k + 1));

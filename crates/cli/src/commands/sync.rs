@@ -116,13 +116,7 @@ fn print_plain(
     } else {
         ("added", "replaced", "removed")
     };
-    for (verb, ids) in
-        [(add, &report.added), (replace, &report.replaced), (remove, &report.removed)]
-    {
-        for id in ids {
-            outln!("{verb}: {id}");
-        }
-    }
+    print_ids(report, [add, replace, remove])?;
     let written = if args.dry_run {
         String::new()
     } else {
@@ -140,6 +134,17 @@ fn print_plain(
         outln!(
             "{gone_kept} stored document(s) whose file is gone were kept (--prune removes them)"
         );
+    }
+    Ok(())
+}
+
+/// One line per document a sync added, replaced and removed, each under its verb.
+pub(crate) fn print_ids(report: &SyncReport, verbs: [&str; 3]) -> anyhow::Result<()> {
+    let lists = [&report.added, &report.replaced, &report.removed];
+    for (verb, ids) in verbs.iter().zip(lists) {
+        for id in ids {
+            outln!("{verb}: {id}");
+        }
     }
     Ok(())
 }

@@ -160,11 +160,7 @@ fn print_batch(
         outln!("{}", serde_json::to_string(&line)?);
         return Ok(());
     }
-    for (verb, ids) in [("added", &s.added), ("replaced", &s.replaced), ("removed", &s.removed)] {
-        for id in ids {
-            outln!("{verb}: {id}");
-        }
-    }
+    super::sync::print_ids(s, ["added", "replaced", "removed"])?;
     outln!(
         "{}: {} added, {} replaced, {} unchanged, {} removed in {seconds:.2} s",
         if batch == 0 { "first sync".to_string() } else { format!("batch {batch}") },
