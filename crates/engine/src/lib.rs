@@ -27,6 +27,7 @@ mod dense;
 mod derive;
 mod expand;
 mod ingest;
+mod lexical;
 mod models;
 mod pair_model;
 mod represent;
@@ -57,6 +58,7 @@ pub use dense::{ANN_MIN_VECTORS, VectorIndexBuild};
 pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
+pub use lexical::{LexicalParams, Thousandths};
 pub use models::{ModelSet, load_model, stored_model};
 pub use pair_model::{
     FEATURES as PAIR_FEATURES, Features as PairFeatures, PairModel, best_threshold,

@@ -1,11 +1,11 @@
 //! Query: analyse → score chunks → rank chunks or aggregate to documents → fetch spans and text
 //! from the store → explain.
 
-use ckeep_core::{ChunkHit, ChunkId, DocKey, Location, SourceMap, Span};
+use ckeep_core::{ChunkHit, ChunkId, DocKey, LexicalStats, Location, Posting, SourceMap, Span};
 use ckeep_store::{MetadataFilter, ReadSnapshot, StoredChunk};
 use std::collections::{HashMap, HashSet};
 
-use ckeep_index::{DocHit, FusedParts, TermExplanation, top_k};
+use ckeep_index::{Bm25, DocHit, FusedParts, TermExplanation, TitleField, top_k};
 use ckeep_store::StoreRead;
 use serde::Serialize;
 
@@ -158,13 +158,28 @@ pub struct ChunkExplanation {
     pub terms: Vec<TermExplanation>,
 }
 
+/// The text field's postings beside a flat title-and-text field's, and the title's weight.
+struct TitlePostings {
+    text: Vec<Vec<Posting>>,
+    text_stats: LexicalStats,
+    weight: f32,
+}
+
+impl TitlePostings {
+    fn field(&self) -> TitleField<'_> {
+        TitleField { text: &self.text, text_stats: self.text_stats, weight: self.weight }
+    }
+}
+
 /// Chunk scores of one query, with what explanations need.
 #[derive(Default)]
 struct Scored {
+    bm25: Bm25,
     terms: Vec<(String, u32)>,
     names: Vec<String>,
-    stats: ckeep_core::LexicalStats,
-    postings: Vec<Vec<ckeep_core::Posting>>,
+    stats: LexicalStats,
+    postings: Vec<Vec<Posting>>,
+    title: Option<TitlePostings>,
     hits: Vec<ChunkHit>,
     fused: Option<HashMap<ChunkId, FusedParts>>,
     dense_only: bool,
@@ -369,7 +384,22 @@ impl<S: StoreRead> Engine<S> {
         let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
         let field = repr.field.as_deref().unwrap_or(PLAIN_FIELD);
         let (stats, postings) = self.store.postings(field, &names)?;
-        let mut hits = self.bm25.score(&terms, &postings, stats);
+        let bm25 = strategy.lexical.bm25(self.bm25)?;
+        let title = match strategy.lexical.title_weight {
+            Some(_) if field == PLAIN_FIELD => {
+                return Err(Error::Invalid(format!(
+                    "title_weight needs the title indexed beside the text, and `{}` has none: add the documents with --fields title,text, or search repr=contextual:title",
+                    repr.key
+                )));
+            }
+            Some(w) => {
+                let (text_stats, text) = self.store.postings(PLAIN_FIELD, &names)?;
+                Some(TitlePostings { text, text_stats, weight: w.get() })
+            }
+            None => None,
+        };
+        let title_field = title.as_ref().map(TitlePostings::field);
+        let mut hits = bm25.score_fields(&terms, &postings, stats, title_field);
         if let Some(allowed) = allowed {
             hits.retain(|h| allowed.contains(&h.doc));
         }
@@ -381,7 +411,7 @@ impl<S: StoreRead> Engine<S> {
             hits = f;
             fused = Some(parts);
         }
-        Ok(Scored { terms, names, stats, postings, hits, fused, dense_only: false })
+        Ok(Scored { bm25, terms, names, stats, postings, title, hits, fused, dense_only: false })
     }
 
     /// Every score component of the chunks behind one result.
@@ -407,7 +437,13 @@ impl<S: StoreRead> Engine<S> {
                 dense_rank: parts.and_then(|p| p.dense.map(|d| d.1)),
                 fused: parts.map(|p| p.fused),
                 terms: if bm25.is_some() {
-                    self.bm25.explain(&scored.terms, &scored.postings, scored.stats, h.chunk)
+                    scored.bm25.explain(
+                        &scored.terms,
+                        &scored.postings,
+                        scored.stats,
+                        scored.title.as_ref().map(TitlePostings::field),
+                        h.chunk,
+                    )
                 } else {
                     Vec::new()
                 },

@@ -13,17 +13,21 @@ use ckeep_text::ChunkerSpec;
 
 use crate::Error;
 use crate::expand::Expansion;
+use crate::lexical::LexicalParams;
 use crate::represent::{Representation, parse_list};
 use crate::summarize::Summarizer;
 
 /// Keys of the spec.
-const KEYS: [&str; 13] = [
+const KEYS: [&str; 16] = [
     "chunker",
     "analyzer",
     "model",
     "repr",
     "summarizer",
     "mode",
+    "k1",
+    "b",
+    "title_weight",
     "level",
     "agg",
     "expand",
@@ -68,6 +72,8 @@ pub struct Strategy {
     pub model: Option<String>,
     /// Scoring mode (default `bm25`).
     pub mode: Mode,
+    /// BM25's `k1`, `b` and title weight, where they differ from the engine's.
+    pub lexical: LexicalParams,
     /// Result level (default `chunk`).
     pub level: Level,
     /// Chunk-to-document aggregation for `level=doc` (default `max`).
@@ -146,6 +152,7 @@ impl Default for Strategy {
             analyzer: None,
             model: None,
             mode: Mode::Bm25,
+            lexical: LexicalParams::default(),
             level: Level::Chunk,
             agg: Aggregation::Max,
             k: 10,
@@ -169,6 +176,10 @@ model=NAME     embedding model (a name, directory or URL; default: the store's)
 mode=bm25|dense|hybrid[:rrf[=K]|:linear=W]
                scoring: BM25, cosine of embeddings, or both fused by reciprocal rank
                (K = 60) or by W·dense + (1−W)·BM25 on min–max normalised scores (default bm25)
+k1=X, b=X      BM25's term-frequency saturation and length normalisation (default 0.9, 0.4)
+title_weight=W BM25F: a title term weighs W text terms, the title a field of its own
+               (needs the title indexed: --fields title,text or repr=contextual:title;
+               default: title and text are one flat field)
 level=chunk|doc  rank chunks, or documents from their chunks (default chunk)
 agg=max|mean:K|sum  chunk-to-document aggregation for level=doc, over the best 1,000
                chunks (default max)
@@ -206,6 +217,11 @@ rerank_k=N     how many results the reranker scores (default 50)";
                 "repr={} fuses document rankings; add level=doc",
                 self.repr_spec()
             )));
+        }
+        if self.mode == Mode::Dense && !self.lexical.is_default() {
+            return Err(Error::Invalid(
+                "k1, b and title_weight shape BM25 scores; use mode=bm25 or mode=hybrid".into(),
+            ));
         }
         if self.repr.contains(&Representation::Summary) && self.mode != Mode::Dense {
             return Err(Error::Invalid(
@@ -289,7 +305,11 @@ impl fmt::Display for Strategy {
         if let Some(m) = &self.model {
             write!(f, "model={m},")?;
         }
-        write!(f, "mode={},level={}", self.mode, self.level)?;
+        write!(f, "mode={},", self.mode)?;
+        for part in self.lexical.parts() {
+            write!(f, "{part},")?;
+        }
+        write!(f, "level={}", self.level)?;
         if self.level == Level::Doc {
             write!(f, ",agg={}", self.agg)?;
         }
@@ -366,6 +386,9 @@ impl FromStr for Strategy {
                     };
                 }
                 "level" => s.level = value.parse().map_err(err)?,
+                key if LexicalParams::KEYS.contains(&key) => {
+                    s.lexical.set(key, &value).map_err(err)?;
+                }
                 "repr" => s.repr = parse_list(&value).map_err(err)?,
                 "summarizer" => s.summarizer = Some(value.parse().map_err(err)?),
                 "agg" => {
@@ -425,6 +448,7 @@ mod tests {
             "chunker=paragraphs:1,mode=bm25,level=doc,agg=sum,k=100",
             "mode=dense,level=doc,agg=max,repr=plain+summary,summarizer=lead:128,k=10",
             "mode=hybrid:rrf,level=chunk,repr=contextual:title,headings,k=10",
+            "mode=bm25,k1=1.2,b=0.75,title_weight=2.5,level=doc,agg=max,k=10",
         ] {
             let s: Strategy = spec.parse().unwrap();
             assert_eq!(s.to_string(), spec);
@@ -454,6 +478,9 @@ mod tests {
             ("chunker=nope", "unknown chunker"),
             ("colour=red", "expected key=value"),
             ("k=1,k=2", "given twice"),
+            ("b=2", "from 0 to 1"),
+            ("k1=-1", "k1: expected a number"),
+            ("mode=dense,title_weight=2", "use mode=bm25 or mode=hybrid"),
         ] {
             let e = spec.parse::<Strategy>().unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");

@@ -22,7 +22,7 @@ mod vector;
 
 pub use aggregate::{Aggregation, DocHit};
 pub use analyzer::Analyzer;
-pub use bm25::{Bm25, TermExplanation};
+pub use bm25::{Bm25, TermExplanation, TitleField};
 pub use fusion::{FusedParts, Fusion, RRF_K};
 pub use hnsw::{Hnsw, HnswParams};
 pub use vector::{dot, dot_all, dot_rows, simd};

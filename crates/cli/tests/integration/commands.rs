@@ -273,3 +273,41 @@ fn fields_put_titles_into_what_is_searched() {
     assert!(found(&["owls"]).is_empty(), "back to the text");
     assert!(json(&store, &["stats"])["manifest"]["default_repr"].is_null());
 }
+
+/// `title_weight=W` counts the title as a field of its own (BM25F): a heavy title puts the
+/// document titled with the query first, a light one the document that has it in its text, in
+/// English and Chinese alike; and it is refused where no title is indexed.
+#[test]
+fn a_weighted_title_field_moves_title_matches_against_text_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let docs = dir.path().join("docs.jsonl");
+    std::fs::write(
+        &docs,
+        concat!(
+            "{\"id\": \"owls\", \"title\": \"Owls\", \"text\": \"These birds hunt at night.\"}\n",
+            "{\"id\": \"barn\", \"title\": \"Barns\", \"text\": \"Owls nest under the roof.\"}\n",
+            "{\"id\": \"oolong\", \"title\": \"乌龙茶\", \"text\": \"一种半发酵茶。\"}\n",
+            "{\"id\": \"fujian\", \"title\": \"福建\", \"text\": \"福建产乌龙茶。\"}\n",
+        ),
+    )
+    .unwrap();
+    json(&store, &["add", docs.to_str().unwrap(), "--fields", "title,text"]);
+    let first = |query: &str, weight: &str| -> String {
+        let spec = format!("mode=bm25,title_weight={weight},level=doc,k=2");
+        let res = json(&store, &["search", query, "--strategy", &spec, "--explain"]);
+        let top = &res["results"][0];
+        let chunk = &top["explain"]["chunks"][0];
+        let parts: f64 =
+            chunk["terms"].as_array().unwrap().iter().map(|t| t["score"].as_f64().unwrap()).sum();
+        assert!((parts - chunk["bm25"].as_f64().unwrap()).abs() < 1e-4, "explained: {top}");
+        top["doc_id"].as_str().unwrap().to_string()
+    };
+    assert_eq!(first("owls", "3"), "owls");
+    assert_eq!(first("owls", "0.2"), "barn");
+    assert_eq!(first("乌龙", "3"), "oolong");
+    assert_eq!(first("乌龙", "0.2"), "fujian");
+    let (_, err) =
+        fails(&store, &["search", "owls", "--strategy", "title_weight=2", "--repr", "plain"]);
+    assert!(err.contains("--fields title,text"), "{err}");
+}
