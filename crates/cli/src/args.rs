@@ -221,9 +221,15 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct DedupArgs {
-    /// Pairs scoring at least this are near-duplicates.
-    #[arg(long, value_name = "T", default_value_t = 0.9)]
-    pub threshold: f64,
+    /// Pairs scoring at least this are near-duplicates; with --pair-model, the chunk-pair
+    /// score a pair needs to be put to the model (default 0.9, or 0.7 with --pair-model).
+    #[arg(long, value_name = "T")]
+    pub threshold: Option<f64>,
+    /// Decide document pairs by a learned pair model (`ckeep pairs --learn --save-model FILE`,
+    /// fitted with the store's model): each candidate pair is scored as `ckeep similar` scores
+    /// one, and kept when the model's probability reaches its threshold.
+    #[arg(long, value_name = "FILE")]
+    pub pair_model: Option<PathBuf>,
     /// doc: document pairs scored by the mean of their top-k chunk cosines; chunk: single
     /// chunk pairs by cosine.
     #[arg(long, value_parser = parse_level, default_value = "doc")]

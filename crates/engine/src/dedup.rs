@@ -4,6 +4,7 @@
 //! the cost grows with the collection rather than with its square.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use ckeep_core::{ChunkId, DocKey, Span};
 use ckeep_index::dot_rows;
@@ -11,7 +12,8 @@ use ckeep_store::{StoreRead, VectorMatrix};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::{ANN_MIN_VECTORS, Engine, Error, Level, PLAIN_REPR, Result};
+use crate::similar::EmbeddedText;
+use crate::{ANN_MIN_VECTORS, Engine, Error, Level, PLAIN_REPR, PairModel, PairScorer, Result};
 
 /// Below this many vectors candidates come from an exact scan (building a graph costs more).
 const GRAPH_MIN_VECTORS: usize = 2_000;
@@ -19,6 +21,9 @@ const GRAPH_MIN_VECTORS: usize = 2_000;
 /// Chunks shorter than this many bytes ("R.", "Notes.") are no evidence of duplication and
 /// are left out.
 const MIN_CHUNK_BYTES: usize = 24;
+
+/// Documents embedded at once when a pair model scores candidates (bounds memory).
+const LEARNED_BATCH: usize = 64;
 
 /// Beam width of the neighbour searches.
 const NEIGHBOUR_EF: usize = 64;
@@ -144,12 +149,14 @@ fn candidate_rows<S: StoreRead>(
                 }
                 all
             };
-            found.into_iter().filter(move |&(j, _)| m.docs[j as usize] != m.docs[i]).map(
-                move |(j, s)| {
+            // A neighbour too short to count is no candidate either.
+            found
+                .into_iter()
+                .filter(move |&(j, _)| usable[j as usize] && m.docs[j as usize] != m.docs[i])
+                .map(move |(j, s)| {
                     let (a, b) = if (i as u32) < j { (i as u32, j) } else { (j, i as u32) };
                     (a, b, s)
-                },
-            )
+                })
         })
         .collect()
 }
@@ -187,6 +194,12 @@ impl<S: StoreRead> Engine<S> {
     /// All near-duplicate document pairs (or chunk pairs) of the store, grouped into clusters,
     /// largest score first.
     pub fn dedup(&self, opts: &DedupOptions) -> Result<Vec<DuplicateCluster>> {
+        let (m, found) = self.scored_pairs(opts)?;
+        self.clusters(&m, &found)
+    }
+
+    /// The store's plain vectors and the pairs scoring at least the threshold.
+    fn scored_pairs(&self, opts: &DedupOptions) -> Result<(Arc<VectorMatrix>, Vec<Found>)> {
         if self.store.manifest()?.model.is_none() {
             return Err(Error::ModelRequired(
                 "the store has no vectors: dedup compares chunk embeddings; build the store with `ckeep add --model NAME`".into(),
@@ -239,13 +252,70 @@ impl<S: StoreRead> Engine<S> {
                     .collect();
             }
         }
-        self.clusters(&m, &found)
+        Ok((m, found))
+    }
+
+    /// Near-duplicate documents as a learned pair model decides (`ckeep dedup --pair-model`):
+    /// the pairs whose chunk-pair score reaches `opts.threshold` are candidates; each is scored
+    /// again as `ckeep similar` scores a pair (the model's chunker and top-k over the whole
+    /// texts) and kept when the model's probability reaches its threshold. A pair's score is
+    /// that probability; its matching chunks are still the store's.
+    pub fn dedup_learned(
+        &self,
+        opts: &DedupOptions,
+        model: &PairModel,
+    ) -> Result<Vec<DuplicateCluster>> {
+        if opts.level != Level::Doc {
+            return Err(Error::Invalid("a pair model scores document pairs; use level doc".into()));
+        }
+        let Some(embedder) = self.embedder.clone() else {
+            return Err(Error::ModelRequired("a pair model needs the store's model loaded".into()));
+        };
+        let chunker = model.chunker.parse().map_err(|e: ckeep_text::Error| {
+            Error::Invalid(format!("the pair model's chunker: {e}"))
+        })?;
+        let scorer = PairScorer::new(embedder, chunker, model.top_k)?;
+        model.check(&scorer)?;
+        let (m, found) = self.scored_pairs(opts)?;
+        let mut keys: Vec<DocKey> = found.iter().flat_map(|f| [f.a, f.b]).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut embedded: HashMap<DocKey, (String, EmbeddedText)> = HashMap::new();
+        for batch in keys.chunks(LEARNED_BATCH) {
+            let mut texts = Vec::with_capacity(batch.len());
+            for id in self.store.doc_ids_by_key(batch)? {
+                let doc = self.store.document(&id)?;
+                texts.push(doc.map(|d| d.document.text).unwrap_or_default());
+            }
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = scorer.embed(&refs)?;
+            embedded.extend(batch.iter().copied().zip(texts.into_iter().zip(vectors)));
+        }
+        let kept: Vec<Found> = found
+            .into_iter()
+            .filter_map(|f| {
+                let ((ta, ea), (tb, eb)) = (&embedded[&f.a], &embedded[&f.b]);
+                let p =
+                    model.probability(&crate::pair_model::features(&scorer.score(ea, eb), ta, tb));
+                (p >= model.threshold).then_some(Found { score: p as f32, ..f })
+            })
+            .collect();
+        self.clusters(&m, &kept)
     }
 
     /// [`Engine::dedup`] timed and described, with each matching chunk's text if `texts`.
-    pub fn dedup_report(&self, opts: &DedupOptions, texts: bool) -> Result<DedupReport> {
+    /// With `model`, pairs are decided by it ([`Engine::dedup_learned`]).
+    pub fn dedup_report(
+        &self,
+        opts: &DedupOptions,
+        model: Option<&PairModel>,
+        texts: bool,
+    ) -> Result<DedupReport> {
         let started = std::time::Instant::now();
-        let mut clusters = self.dedup(opts)?;
+        let mut clusters = match model {
+            Some(model) => self.dedup_learned(opts, model)?,
+            None => self.dedup(opts)?,
+        };
         if texts {
             self.add_match_texts(&mut clusters)?;
         }

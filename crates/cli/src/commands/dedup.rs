@@ -2,21 +2,39 @@
 
 use std::process::ExitCode;
 
-use ckeep_engine::DedupOptions;
+use ckeep_engine::{DedupOptions, PairModel};
 
 use crate::args::DedupArgs;
 use crate::output::{Output, outln, snippet};
 
-pub fn run(store: &str, args: &DedupArgs, out: &Output) -> anyhow::Result<ExitCode> {
-    let engine = super::open(store)?;
+/// Pairs scoring at least this are near-duplicates.
+const THRESHOLD: f64 = 0.9;
+/// With a pair model: the chunk-pair score a pair needs to be put to the model.
+const LEARNED_FLOOR: f64 = 0.7;
+
+pub fn run(
+    store: &str,
+    args: &DedupArgs,
+    no_cache: bool,
+    out: &Output,
+) -> anyhow::Result<ExitCode> {
+    let mut engine = super::open(store)?;
+    let pair_model = args.pair_model.as_deref().map(PairModel::load).transpose()?;
+    if pair_model.is_some()
+        && let Some(spec) = super::stored_model(&engine.store().manifest()?)
+    {
+        engine = engine.with_embedder(super::load_model(&spec, no_cache)?);
+    }
+    let threshold =
+        args.threshold.unwrap_or(if pair_model.is_some() { LEARNED_FLOOR } else { THRESHOLD });
     let opts = DedupOptions {
-        threshold: args.threshold as f32,
+        threshold: threshold as f32,
         level: args.level,
         top_k: args.top_k,
         neighbours: args.neighbours,
     };
     let bar = out.progress(0, "finding near-duplicates");
-    let report = engine.dedup_report(&opts, args.explain)?;
+    let report = engine.dedup_report(&opts, pair_model.as_ref(), args.explain)?;
     bar.finish_and_clear();
     if out.json {
         out.print_json(&report)?;
@@ -24,10 +42,16 @@ pub fn run(store: &str, args: &DedupArgs, out: &Output) -> anyhow::Result<ExitCo
     }
     let clusters = &report.clusters;
     let documents: usize = clusters.iter().map(|c| c.documents.len()).sum();
+    let rule = match &pair_model {
+        Some(m) => format!(
+            "pair model, probability ≥ {:.3}, candidates from chunk-pair ≥ {threshold:.2}",
+            m.threshold
+        ),
+        None => format!("threshold {threshold:.2}"),
+    };
     outln!(
-        "{} cluster(s) of near-duplicates over {documents} documents (threshold {:.2}, {} level{})",
+        "{} cluster(s) of near-duplicates over {documents} documents ({rule}, {} level{})",
         clusters.len(),
-        args.threshold,
         args.level,
         if args.level == ckeep_engine::Level::Doc {
             format!(", mean of the top {} chunk pairs", args.top_k)

@@ -311,3 +311,24 @@ fn a_weighted_title_field_moves_title_matches_against_text_matches() {
         fails(&store, &["search", "owls", "--strategy", "title_weight=2", "--repr", "plain"]);
     assert!(err.contains("--fields title,text"), "{err}");
 }
+
+/// Documents too short to count as evidence ("R.") are never dedup candidates, even as a
+/// longer chunk's nearest neighbour (that once panicked).
+#[test]
+fn dedup_passes_over_documents_too_short_to_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let docs = dir.path().join("docs.jsonl");
+    let long = "The quick brown fox jumps over the lazy dog near the river bank.";
+    let mut lines = String::new();
+    for (id, text) in [("a", long), ("b", long), ("c", "R."), ("d", "R."), ("e", "fox.")] {
+        lines.push_str(&serde_json::json!({"id": id, "text": text}).to_string());
+        lines.push('\n');
+    }
+    std::fs::write(&docs, lines).unwrap();
+    json(&store, &["add", docs.to_str().unwrap(), "--model", "test-hash-256"]);
+    let out = json(&store, &["dedup", "--neighbours", "4"]);
+    let clusters: Vec<&serde_json::Value> = out["clusters"].as_array().unwrap().iter().collect();
+    assert_eq!(clusters.len(), 1, "{out}");
+    assert_eq!(clusters[0]["documents"], serde_json::json!(["a", "b"]));
+}

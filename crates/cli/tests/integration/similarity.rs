@@ -256,7 +256,52 @@ fn pairs_learn_a_score_judged_on_pairs_it_did_not_see() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("fitted on all-MiniLM-L6-v2"), "{err}");
+    dedup_by_the_learned_model(&dir.path().join("questions"), &raw, model_path, threshold);
     std::fs::write(&saved, "{\"kind\": \"something else\"}").unwrap();
     let (code, err) = fails(&store, &["similar", first, second, "--pair-model", model_path]);
     assert_eq!(code, 2, "{err}");
+}
+
+/// `dedup --pair-model` over a store of QQP questions the model was not fitted on: every pair
+/// it reports reaches the model's threshold with the probability `similar --pair-model` gives
+/// the same two texts; a chunk-level run is refused.
+fn dedup_by_the_learned_model(store: &std::path::Path, qqp: &[u8], model: &str, threshold: f64) {
+    let text = String::from_utf8_lossy(qqp);
+    let mut docs = String::new();
+    for (n, line) in text.lines().skip(601).take(300).enumerate() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if let [_, a, b, _] = cols.as_slice() {
+            for (side, q) in [("a", a), ("b", b)] {
+                docs.push_str(
+                    &serde_json::json!({"id": format!("{n}{side}"), "text": q}).to_string(),
+                );
+                docs.push('\n');
+            }
+        }
+    }
+    let file = store.with_extension("jsonl");
+    std::fs::write(&file, docs).unwrap();
+    crate::ok(store, &["add", file.to_str().unwrap(), "--model", "all-MiniLM-L6-v2"]);
+    let out = json(store, &["dedup", "--pair-model", model]);
+    let pairs: Vec<&serde_json::Value> = out["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["pairs"].as_array().unwrap())
+        .collect();
+    assert!(!pairs.is_empty(), "QQP has duplicate questions: {out}");
+    for p in pairs.iter().take(5) {
+        let score = p["score"].as_f64().unwrap();
+        assert!(score >= threshold, "{p}");
+        let read = |id: &serde_json::Value| {
+            json(store, &["show", id.as_str().unwrap()])["text"].as_str().unwrap().to_string()
+        };
+        let (a, b) = (read(&p["a"]), read(&p["b"]));
+        let one = json(store, &["similar", &a, &b, "--pair-model", model]);
+        let probability = one["learned"]["probability"].as_f64().unwrap();
+        assert!((probability - score).abs() < 1e-4, "{p} vs {one}");
+    }
+    let (code, err) = fails(store, &["dedup", "--pair-model", model, "--level", "chunk"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("document pairs"), "{err}");
 }
