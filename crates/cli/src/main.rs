@@ -2,6 +2,8 @@
 
 mod args;
 mod commands;
+#[cfg(test)]
+mod documented;
 
 mod output;
 

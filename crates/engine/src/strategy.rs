@@ -176,7 +176,7 @@ model=NAME     embedding model (a name, directory or URL; default: the store's)
 mode=bm25|dense|hybrid[:rrf[=K]|:linear=W]
                scoring: BM25, cosine of embeddings, or both fused by reciprocal rank
                (K = 60) or by W·dense + (1−W)·BM25 on min–max normalised scores (default bm25)
-k1=X, b=X      BM25's term-frequency saturation and length normalisation (default 0.9, 0.4)
+k1=X, b=X      BM25's saturation and length normalisation (default 0.9 and 0.4)
 title_weight=W BM25F: a title term weighs W text terms, the title a field of its own
                (needs the title indexed: --fields title,text or repr=contextual:title;
                default: title and text are one flat field)
