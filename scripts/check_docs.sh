@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The book: builds docs/ with mdBook (installed once into target/tools from crates.io, pinned)
-# into target/book, failing on a page SUMMARY.md lists that does not exist, then checks that
-# every relative link and #anchor of the README and the book resolves.
+# The Rust API docs: `cargo doc` of the workspace's crates with every rustdoc warning an error
+# (in CI the dependencies' metadata comes from the clippy run before it). Then the book: mdBook
+# (installed once into target/tools with `cargo install`, pinned) builds docs/ into target/book,
+# failing on a page SUMMARY.md lists that does not exist; then every relative link and #anchor
+# of the README and the book must resolve.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --workspace
 MDBOOK_VERSION=0.5.4
 mdbook="$PWD/target/tools/bin/mdbook"
 if ! "$mdbook" --version 2> /dev/null | grep -q "v$MDBOOK_VERSION"; then

@@ -29,7 +29,7 @@ pub struct Cli {
 #[allow(clippy::doc_markdown)] // help texts show URLs as users type them
 pub struct Global {
     /// The store: a directory (the embedded SQLite store) or a PostgreSQL database as
-    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DB (PostgreSQL with pgvector; see
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` (PostgreSQL with pgvector; see
     /// docs/postgres.md).
     #[arg(
         long,

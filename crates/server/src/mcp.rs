@@ -1,7 +1,7 @@
 //! The Model Context Protocol server: the store as tools an agent can call (`ckeep mcp`, over
 //! stdio).
 //!
-//! The tools run the HTTP API's own code on the same workers ([`crate::routes`]), so a search
+//! The tools run the HTTP API's own code on the same workers (the `routes` module's), so a search
 //! an agent makes is the search `POST /search` makes: same strategies, limits and errors.
 //! Results are JSON (as text and as structured content) carrying doc ids, byte spans and text.
 //! Mistakes in a call come back as tool errors the agent can read and correct, not as

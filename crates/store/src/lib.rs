@@ -2,7 +2,7 @@
 //! representations (vectors) and the manifest.
 //!
 //! # Brief overview
-//! - [`StoreRead`] / [`StoreWrite`]: the contract every backend satisfies; [`contract`] (feature
+//! - [`StoreRead`] / [`StoreWrite`]: the contract every backend satisfies; `contract` (feature
 //!   `testing`) is the one test suite each implementation runs.
 //! - [`SqliteStore`]: the embedded default — one `SQLite` file in WAL mode, one transaction per
 //!   batch of documents, so a crash leaves every document fully present or absent.
