@@ -3,7 +3,8 @@
 //! order; server failures are clear errors. The server (mockito for the HTTP) scores each text
 //! by 1 − the cosine of the deterministic test embedder's vectors to the query's: an order
 //! surely unlike BM25's, so the reordering shows. This tests the protocol and the reordering,
-//! not ranking quality (no cross-encoder weights ship in a package this machine can install).
+//! not ranking quality (no cross-encoder weights ship in a package this machine can install);
+//! the last test puts a real model behind the server, on real SciFact results.
 
 use std::sync::{Arc, Mutex};
 
@@ -142,4 +143,69 @@ fn a_failing_or_confused_server_is_a_clear_error() {
     }
     assert!("rerank=".parse::<Strategy>().is_err());
     assert!("rerank=http://h,rerank_k=0".parse::<Strategy>().is_err());
+}
+
+/// A `/rerank` server in front of a real model (all-MiniLM-L6-v2, scoring each text by its
+/// cosine to the query: a bi-encoder, not a cross-encoder, so nothing here is a claim about
+/// ranking quality) reorders real SciFact results: BM25's top 20 for a real claim come back in
+/// the order of the cosines the test computes itself with the model.
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn a_server_with_a_real_model_reorders_real_results() {
+    let data = std::env::var_os("CKEEP_DATA").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        std::path::PathBuf::from,
+    );
+    let model = ckeep_embed::load("all-MiniLM-L6-v2").expect("ckeep model pull all-MiniLM-L6-v2");
+    let cosines = {
+        let model = Arc::clone(&model);
+        move |query: &str, texts: &[String]| -> Vec<f32> {
+            let (q, _) = model.embed(&[query], InputKind::Query).unwrap();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let (d, _) = model.embed(&refs, InputKind::Document).unwrap();
+            d.iter().map(|v| v.iter().zip(&q[0]).map(|(a, b)| a * b).sum::<f32>()).collect()
+        }
+    };
+    let mut engine = Engine::new(SqliteStore::in_memory().unwrap());
+    let mut ingest = engine.ingest(&"whole".parse().unwrap()).unwrap();
+    let corpus = std::fs::read_to_string(data.join("beir_scifact/corpus.jsonl")).unwrap();
+    for line in corpus.lines().take(2000) {
+        let doc: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (id, text) = (doc["_id"].as_str().unwrap(), doc["text"].as_str().unwrap());
+        ingest.add(Document::new(id, id, text)).unwrap();
+    }
+    ingest.finish().unwrap();
+    let mut server = mockito::Server::new();
+    let scorer = cosines.clone();
+    server
+        .mock("POST", "/rerank")
+        .with_body_from_request(move |req| {
+            let body: serde_json::Value = serde_json::from_slice(req.body().unwrap()).unwrap();
+            let texts: Vec<String> = serde_json::from_value(body["documents"].clone()).unwrap();
+            let scores = scorer(body["query"].as_str().unwrap(), &texts);
+            let items: Vec<serde_json::Value> = scores
+                .iter()
+                .enumerate()
+                .map(|(i, s)| serde_json::json!({"index": i, "relevance_score": s}))
+                .collect();
+            serde_json::json!({"results": items}).to_string().into()
+        })
+        .create();
+    let query = "Vitamin D deficiency is associated with an increased risk of depression.";
+    let first = engine.search(&request(query, "k=20")).unwrap();
+    assert_eq!(first.results.len(), 20, "BM25 finds twenty abstracts");
+    let url = server.url();
+    let reranked =
+        engine.search(&request(query, &format!("k=20,rerank={url},rerank_k=20"))).unwrap();
+    let texts: Vec<String> = first.results.iter().map(|r| r.text.clone()).collect();
+    let scores = cosines(query, &texts);
+    let mut order: Vec<usize> = (0..20).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let want: Vec<&str> = order.iter().map(|&i| first.results[i].doc_id.as_str()).collect();
+    let got: Vec<&str> = reranked.results.iter().map(|r| r.doc_id.as_str()).collect();
+    assert_eq!(got, want);
+    assert_ne!(
+        got[..5],
+        first.results[..5].iter().map(|r| r.doc_id.as_str()).collect::<Vec<_>>()[..]
+    );
 }
