@@ -1,7 +1,8 @@
 //! Plain output ends with a newline, for every sub-command that prints to stdout, so the shell
 //! prompt or the next command's output never lands on the last line. `show DOC` is the one
 //! exception by design: it prints the stored text byte for byte (a pipe gets exactly the
-//! document; only a terminal gets a newline added when the text lacks one).
+//! document; only a terminal gets a newline added when the text lacks one). And `search --json`
+//! answers in the shape the reference documents.
 
 use std::path::Path;
 
@@ -91,4 +92,71 @@ fn every_plain_output_ends_with_a_newline() {
     let stored: serde_json::Value =
         serde_json::from_str(&ok(&store, &["--json", "show", "owls"])).unwrap();
     assert_eq!(shown, stored["text"].as_str().unwrap());
+}
+
+/// The keys of a documented JSON shape, `{"a", "b": [{"c"}]}`, by nesting depth (1 for the
+/// top object, 3 for objects inside its lists, and so on).
+fn documented_keys(shape: &str) -> std::collections::BTreeMap<usize, Vec<String>> {
+    let (mut depth, mut keys) = (0, std::collections::BTreeMap::<usize, Vec<String>>::new());
+    let mut chars = shape.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth -= 1,
+            '"' => {
+                let key: String = chars.by_ref().take_while(|&c| c != '"').collect();
+                keys.entry(depth).or_default().push(key);
+            }
+            _ => {}
+        }
+    }
+    keys
+}
+
+/// `search --json` answers in the shape the reference documents (docs/reference/cli.md): the same
+/// top-level keys, result keys and chunk keys, bar the ones it leaves out when empty.
+#[test]
+fn search_json_has_the_documented_shape() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/reference/cli.md"
+    ))
+    .unwrap();
+    let line = page.lines().find(|l| l.starts_with("`{\"query\"")).expect("the documented shape");
+    let keys = documented_keys(line.trim_matches('`'));
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/corpus.jsonl");
+    ok(&store, &["add", corpus, "--model", "test-hash-256", "--chunker", "paragraphs"]);
+    let out: serde_json::Value = serde_json::from_str(&ok(
+        &store,
+        &["--json", "search", "owls at night", "--level", "doc", "--explain", "--mode", "hybrid"],
+    ))
+    .unwrap();
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    assert_eq!(names(&out), sorted(keys[&1].clone()));
+    let results = out["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    // Left out when empty: locations (files without pages or elements), headings.
+    let optional = ["locations", "headings"];
+    for r in results {
+        let got = names(r);
+        for k in &got {
+            assert!(keys[&3].contains(k), "`{k}` is not documented");
+        }
+        for k in keys[&3].iter().filter(|k| !optional.contains(&k.as_str())) {
+            assert!(got.contains(k), "documented `{k}` is missing from {r}");
+        }
+        for c in r["chunks"].as_array().unwrap() {
+            assert_eq!(names(c), sorted(keys[&5].clone()));
+        }
+    }
 }
