@@ -378,7 +378,7 @@ impl Store {
             let level = parse("level", Some(&level))?.unwrap_or_default();
             let opts = DedupOptions { threshold, level, top_k, neighbours };
             let reader = self.take_reader()?;
-            let report = reader.dedup_report(&opts, explain);
+            let report = reader.dedup_report(&opts, None, explain);
             let out =
                 report.map_err(anyhow::Error::from).and_then(|r| Ok(serde_json::to_string(&r)?));
             lock(&self.readers).push(reader);
