@@ -32,17 +32,32 @@ fn engine() -> Engine<SqliteStore> {
     engine
 }
 
-/// What the server scores with: 1 − the cosine of the test embedder's vectors.
-fn server_scores(query: &str, texts: &[String]) -> Vec<f32> {
-    let model = HashingEmbedder::new(256);
+/// The cosine of each text's vector to the query's, under `model`.
+fn cosines(model: &dyn Embedder, query: &str, texts: &[String]) -> Vec<f32> {
     let (q, _) = model.embed(&[query], InputKind::Query).unwrap();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let (d, _) = model.embed(&refs, InputKind::Document).unwrap();
-    d.iter().map(|v| 1.0 - v.iter().zip(&q[0]).map(|(a, b)| a * b).sum::<f32>()).collect()
+    d.iter().map(|v| v.iter().zip(&q[0]).map(|(a, b)| a * b).sum::<f32>()).collect()
 }
 
-/// A `/rerank` server answering in Cohere's shape (or TEI's, with `tei`); it keeps the bodies.
-fn server(tei: bool) -> (mockito::ServerGuard, String, Arc<Mutex<Vec<serde_json::Value>>>) {
+/// What the server scores with: 1 − the cosine of the test embedder's vectors.
+fn server_scores(query: &str, texts: &[String]) -> Vec<f32> {
+    cosines(&HashingEmbedder::new(256), query, texts).iter().map(|c| 1.0 - c).collect()
+}
+
+/// The indices of `scores`, highest score first.
+fn best_first(scores: &[f32]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    order
+}
+
+/// A `/rerank` server answering in Cohere's shape (or TEI's, with `tei`) with `score`'s
+/// scores; it keeps the bodies.
+fn server(
+    tei: bool,
+    score: impl Fn(&str, &[String]) -> Vec<f32> + Send + Sync + 'static,
+) -> (mockito::ServerGuard, String, Arc<Mutex<Vec<serde_json::Value>>>) {
     let mut server = mockito::Server::new();
     let url = format!("{}/v1#test-reranker", server.url());
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -53,7 +68,7 @@ fn server(tei: bool) -> (mockito::ServerGuard, String, Arc<Mutex<Vec<serde_json:
         .with_body_from_request(move |req| {
             let body: serde_json::Value = serde_json::from_slice(req.body().unwrap()).unwrap();
             let texts: Vec<String> = serde_json::from_value(body["documents"].clone()).unwrap();
-            let scores = server_scores(body["query"].as_str().unwrap(), &texts);
+            let scores = score(body["query"].as_str().unwrap(), &texts);
             log.lock().unwrap().push(body);
             let items: Vec<serde_json::Value> = scores
                 .iter()
@@ -87,7 +102,7 @@ fn request(query: &str, spec: &str) -> SearchRequest {
 fn the_top_results_are_reordered_by_the_servers_scores() {
     let engine = engine();
     for tei in [false, true] {
-        let (_guard, url, seen) = server(tei);
+        let (_guard, url, seen) = server(tei, server_scores);
         let query = "owls hunt at night";
         let first = engine.search(&request(query, "k=6")).unwrap();
         let ids = |r: &ckeep_engine::SearchResponse| -> Vec<String> {
@@ -104,8 +119,7 @@ fn the_top_results_are_reordered_by_the_servers_scores() {
         assert_eq!(body["query"], query);
         // Those four sorted by the server's scores, cut to k = 3, ranks renumbered.
         let scores = server_scores(query, &top4);
-        let mut order: Vec<usize> = (0..4).collect();
-        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+        let order = best_first(&scores);
         let want: Vec<String> =
             order[..3].iter().map(|&i| first.results[i].doc_id.clone()).collect();
         assert_eq!(ids(&reranked), want, "tei shape: {tei}");
@@ -157,15 +171,6 @@ fn a_server_with_a_real_model_reorders_real_results() {
         std::path::PathBuf::from,
     );
     let model = ckeep_embed::load("all-MiniLM-L6-v2").expect("ckeep model pull all-MiniLM-L6-v2");
-    let cosines = {
-        let model = Arc::clone(&model);
-        move |query: &str, texts: &[String]| -> Vec<f32> {
-            let (q, _) = model.embed(&[query], InputKind::Query).unwrap();
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let (d, _) = model.embed(&refs, InputKind::Document).unwrap();
-            d.iter().map(|v| v.iter().zip(&q[0]).map(|(a, b)| a * b).sum::<f32>()).collect()
-        }
-    };
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap());
     let mut ingest = engine.ingest(&"whole".parse().unwrap()).unwrap();
     let corpus = std::fs::read_to_string(data.join("beir_scifact/corpus.jsonl")).unwrap();
@@ -175,32 +180,16 @@ fn a_server_with_a_real_model_reorders_real_results() {
         ingest.add(Document::new(id, id, text)).unwrap();
     }
     ingest.finish().unwrap();
-    let mut server = mockito::Server::new();
-    let scorer = cosines.clone();
-    server
-        .mock("POST", "/rerank")
-        .with_body_from_request(move |req| {
-            let body: serde_json::Value = serde_json::from_slice(req.body().unwrap()).unwrap();
-            let texts: Vec<String> = serde_json::from_value(body["documents"].clone()).unwrap();
-            let scores = scorer(body["query"].as_str().unwrap(), &texts);
-            let items: Vec<serde_json::Value> = scores
-                .iter()
-                .enumerate()
-                .map(|(i, s)| serde_json::json!({"index": i, "relevance_score": s}))
-                .collect();
-            serde_json::json!({"results": items}).to_string().into()
-        })
-        .create();
+    let served = Arc::clone(&model);
+    let (_guard, url, _) =
+        server(false, move |query, texts| cosines(served.as_ref(), query, texts));
     let query = "Vitamin D deficiency is associated with an increased risk of depression.";
     let first = engine.search(&request(query, "k=20")).unwrap();
     assert_eq!(first.results.len(), 20, "BM25 finds twenty abstracts");
-    let url = server.url();
     let reranked =
         engine.search(&request(query, &format!("k=20,rerank={url},rerank_k=20"))).unwrap();
     let texts: Vec<String> = first.results.iter().map(|r| r.text.clone()).collect();
-    let scores = cosines(query, &texts);
-    let mut order: Vec<usize> = (0..20).collect();
-    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let order = best_first(&cosines(model.as_ref(), query, &texts));
     let want: Vec<&str> = order.iter().map(|&i| first.results[i].doc_id.as_str()).collect();
     let got: Vec<&str> = reranked.results.iter().map(|r| r.doc_id.as_str()).collect();
     assert_eq!(got, want);

@@ -237,22 +237,32 @@ fn a_bm25_store_gains_a_model_later() {
     assert!(run(&later, &["check"]).status.success());
 }
 
+/// A store in `dir` holding `(id, title, text)` documents added with `--fields title,text`.
+fn titled_store(dir: &std::path::Path, docs: &[(&str, &str, &str)]) -> std::path::PathBuf {
+    let (store, file) = (dir.join("s"), dir.join("docs.jsonl"));
+    let lines: Vec<String> = docs
+        .iter()
+        .map(|(id, title, text)| {
+            serde_json::json!({"id": id, "title": title, "text": text}).to_string()
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    json(&store, &["add", file.to_str().unwrap(), "--fields", "title,text"]);
+    store
+}
+
 /// `add --fields title,text`: every chunk is indexed with its document's title, searches use
 /// that unless they name another representation, and `--fields text` goes back to the text.
 #[test]
 fn fields_put_titles_into_what_is_searched() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s");
-    let docs = dir.path().join("docs.jsonl");
-    std::fs::write(
-        &docs,
-        concat!(
-            "{\"id\": \"owls\", \"title\": \"Owls\", \"text\": \"These birds hunt at night.\"}\n",
-            "{\"id\": \"tea\", \"title\": \"乌龙茶\", \"text\": \"一种半发酵茶，主要产于福建。\"}\n",
-        ),
-    )
-    .unwrap();
-    json(&store, &["add", docs.to_str().unwrap(), "--fields", "title,text"]);
+    let store = titled_store(
+        dir.path(),
+        &[
+            ("owls", "Owls", "These birds hunt at night."),
+            ("tea", "乌龙茶", "一种半发酵茶，主要产于福建。"),
+        ],
+    );
     let found = |args: &[&str]| -> Vec<String> {
         let mut all = vec!["search"];
         all.extend_from_slice(args);
@@ -280,19 +290,15 @@ fn fields_put_titles_into_what_is_searched() {
 #[test]
 fn a_weighted_title_field_moves_title_matches_against_text_matches() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s");
-    let docs = dir.path().join("docs.jsonl");
-    std::fs::write(
-        &docs,
-        concat!(
-            "{\"id\": \"owls\", \"title\": \"Owls\", \"text\": \"These birds hunt at night.\"}\n",
-            "{\"id\": \"barn\", \"title\": \"Barns\", \"text\": \"Owls nest under the roof.\"}\n",
-            "{\"id\": \"oolong\", \"title\": \"乌龙茶\", \"text\": \"一种半发酵茶。\"}\n",
-            "{\"id\": \"fujian\", \"title\": \"福建\", \"text\": \"福建产乌龙茶。\"}\n",
-        ),
-    )
-    .unwrap();
-    json(&store, &["add", docs.to_str().unwrap(), "--fields", "title,text"]);
+    let store = titled_store(
+        dir.path(),
+        &[
+            ("owls", "Owls", "These birds hunt at night."),
+            ("barn", "Barns", "Owls nest under the roof."),
+            ("oolong", "乌龙茶", "一种半发酵茶。"),
+            ("fujian", "福建", "福建产乌龙茶。"),
+        ],
+    );
     let first = |query: &str, weight: &str| -> String {
         let spec = format!("mode=bm25,title_weight={weight},level=doc,k=2");
         let res = json(&store, &["search", query, "--strategy", &spec, "--explain"]);
