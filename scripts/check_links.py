@@ -12,15 +12,19 @@ ROOT = Path(__file__).resolve().parent.parent
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
 
-def prose(text):
-    """The text outside fenced code blocks and inline code spans."""
+def prose(text, keep_code_spans=False):
+    """The text outside fenced code blocks and (unless kept: headings' ids include them) inline
+    code spans."""
     out, fenced = [], False
     for line in text.split("\n"):
         if line.lstrip().startswith("```"):
             fenced = not fenced
             out.append("")
             continue
-        out.append("" if fenced else re.sub(r"`[^`]*`", "", line))
+        if fenced:
+            out.append("")
+        else:
+            out.append(line if keep_code_spans else re.sub(r"`[^`]*`", "", line))
     return "\n".join(out)
 
 
@@ -32,7 +36,7 @@ def heading_id(title):
 
 def anchors(path):
     ids = set()
-    for line in prose(path.read_text(encoding="utf-8")).split("\n"):
+    for line in prose(path.read_text(encoding="utf-8"), keep_code_spans=True).split("\n"):
         m = re.match(r"^#{1,6}\s+(.*)$", line)
         if m:
             ids.add(heading_id(m.group(1)))
