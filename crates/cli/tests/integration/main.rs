@@ -16,6 +16,7 @@ mod real_data;
 mod serve;
 mod similarity;
 mod sync;
+mod tour;
 mod watch;
 
 use std::path::{Path, PathBuf};
