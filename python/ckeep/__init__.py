@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
@@ -229,7 +230,9 @@ class Store:
             docs = [_text_document(t, metadata) for t in texts]
             report = self.add_documents(docs, **options)
         if paths:
-            report = _merge(report, json.loads(self._native.add_paths(paths, **options)))
+            added = json.loads(self._native.add_paths(paths, **options))
+            _warn_unspaced(added)
+            report = _merge(report, added)
         return report
 
     def add_documents(
@@ -246,7 +249,9 @@ class Store:
         lines = "\n".join(json.dumps(dict(d), ensure_ascii=False) for d in documents)
         out = self._native.add_jsonl(lines, chunker=chunker, model=model, analyzer=analyzer,
                                      size_unit=size_unit)
-        return json.loads(out)
+        report = json.loads(out)
+        _warn_unspaced(report)
+        return report
 
     def search(
         self,
@@ -362,6 +367,17 @@ def _text_document(text: str, metadata: Mapping[str, Any] | None) -> dict[str, A
     if metadata:
         doc["metadata"] = dict(metadata)
     return doc
+
+
+def _warn_unspaced(report: dict[str, Any]) -> None:
+    """The CLI's warning for documents the store's analyzer cannot split into words."""
+    n = report.get("unspaced_under_standard", 0)
+    if n:
+        warnings.warn(
+            f"{n} document(s) mostly Chinese, Japanese or Korean went into a store whose analyzer "
+            "is 'standard', which keeps each unspaced run of characters as one term: words inside "
+            "them cannot be searched. A new store made with analyzer='cjk' (or 'jieba', for "
+            "Chinese) indexes them word by word.", UserWarning, stacklevel=3)
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

@@ -109,10 +109,12 @@ impl Store {
             Some(spec) => Some(self.model(&spec)?),
             None => None,
         };
-        let mut engine = guard.take().context("the store is not open")?;
-        if let Some(a) = analyzer {
-            engine = engine.with_analyzer(a);
-        }
+        // The writer outlives the call: an analyzer asked for once (even by a refused call)
+        // must not stick to the next, so no analyzer means `auto` (the store's own) again.
+        let mut engine = guard
+            .take()
+            .context("the store is not open")?
+            .with_analyzer(analyzer.unwrap_or_default());
         if let Some(m) = model {
             engine = engine.with_embedder(m);
         }

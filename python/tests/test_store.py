@@ -136,6 +136,11 @@ def test_bad_input_raises_and_loses_nothing(tmp_path: Path) -> None:
         store.add("missing/notes.md")
     with pytest.raises(ckeep.UsageError, match="analyzer"):
         store.add_documents([{"id": "e", "text": "x"}], analyzer="cjk")
+    # The refused analyzer does not stick to the store's next call, which warns instead.
+    with pytest.warns(UserWarning, match="1 document.* mostly Chinese"):
+        report = store.add_documents([{"id": "zh", "text": "今天天气很好，我们去公园散步吧。"}])
+    assert report["unspaced_under_standard"] == 1
+    store.remove(["zh"])
     assert store.stats()["stats"]["documents"] == 1
     assert store.check()["ok"]
     with pytest.raises(ckeep.UsageError):

@@ -4,6 +4,8 @@
 //! present or absent, and running the same ingest again completes it (unchanged documents are
 //! recognised by content hash and skipped).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use ckeep_core::Document;
 use ckeep_embed::InputKind;
 use ckeep_index::Analyzer;
@@ -46,6 +48,11 @@ pub struct IngestReport {
     /// The analyzer `auto` chose for the store (set by the ingest that chose it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub analyzer_chosen: Option<String>,
+    /// Documents mostly in an unspaced script (Chinese, Japanese, Korean) written under the
+    /// `standard` analyzer, which keeps each unspaced run as one term: their words cannot be
+    /// found one by one, so the CLI and Python warn.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unspaced_under_standard: u64,
     /// Whether an HNSW graph was (re)built for a large collection.
     pub vector_index_built: bool,
     /// Summaries and representations computed for documents that lacked them.
@@ -206,14 +213,21 @@ impl<S: StoreWrite> Ingest<'_, S> {
         let sentence_vectors = self.sentence_vectors(&pending)?;
         let counter = size_counter(chunker, self.engine.embedder.as_ref())?;
         let counter = counter.as_ref();
+        let unspaced = AtomicU64::new(0);
         let mut writes: Vec<(DocumentWrite, bool)> = pending
             .into_par_iter()
             .zip(sentence_vectors)
             .map(|((doc, replacing), vectors)| {
+                if analyzer == Analyzer::Standard
+                    && Analyzer::detect([doc.text.as_str()]) != Analyzer::Standard
+                {
+                    unspaced.fetch_add(1, Ordering::Relaxed);
+                }
                 (prepare(doc, chunker, analyzer, counter, &vectors), replacing)
             })
             .collect();
         let mut report = self.report.clone();
+        report.unspaced_under_standard += unspaced.into_inner();
         if let Some(embedder) = &self.engine.embedder {
             let texts: Vec<&str> = writes
                 .iter()
@@ -349,4 +363,10 @@ fn prepare(
         })
         .collect();
     DocumentWrite { document: doc, chunks, lexical, vectors: Vec::new(), summaries: Vec::new() }
+}
+
+/// For `skip_serializing_if`: a count that is zero is left out of the report.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

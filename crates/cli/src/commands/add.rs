@@ -253,6 +253,21 @@ struct Run<'a> {
 }
 
 /// Prints what `add` did.
+/// Warns when documents in an unspaced script went into a store whose analyzer cannot split
+/// them: nothing fails, but searching their words one by one finds nothing.
+pub(crate) fn warn_unspaced(report: &IngestReport, out: &Output) {
+    let n = report.unspaced_under_standard;
+    if n > 0 {
+        out.warn(format!(
+            "{n} document{} mostly Chinese, Japanese or Korean, but the store's analyzer is \
+             `standard`, which keeps each unspaced run of characters as one term: words inside \
+             them cannot be searched. A new store made with --analyzer cjk (or jieba, for Chinese) \
+             indexes them word by word",
+            if n == 1 { " is" } else { "s are" }
+        ));
+    }
+}
+
 fn print_report(
     run: &Run<'_>,
     report: &IngestReport,
@@ -261,6 +276,7 @@ fn print_report(
     out: &Output,
 ) -> anyhow::Result<()> {
     let Run { store, chunker, analyzer, model, seconds } = *run;
+    warn_unspaced(report, out);
     if out.json {
         out.print_json(&AddOutput {
             store: store.to_string(),

@@ -68,6 +68,7 @@ pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow
         let bar = out.progress(plan.added.len() as u64 + plan.replaced.len() as u64, "syncing");
         let report = engine.apply_sync(plan, &loader, &chunker, &mut stage_progress(&bar))?;
         bar.finish_and_clear();
+        super::add::warn_unspaced(&report.ingest, out);
         report
     };
     let seconds = started.elapsed().as_secs_f64();

@@ -5,8 +5,9 @@
 //! 2. Searches for words inside unspaced runs find their documents under every CJK analyzer.
 //! 3. `jieba` meets a Traditional query with Simplified text.
 //! 4. Asking a store for another analyzer is a usage error naming both.
+//! 5. Chinese or Japanese added to a store that chose `standard` is stored, with a warning.
 
-use crate::{fails, json};
+use crate::{ckeep, fails, json};
 
 const DOCS: &str = r#"{"id": "pair", "text": "上下文保持器的核心思想是长文本存储、短文本索引。两段文本的相似度由最相似的块对决定。"}
 {"id": "weather", "text": "今天天气很好，我们去公园散步吧。明天可能会下雨。"}
@@ -102,6 +103,41 @@ fn another_analyzer_for_a_store_is_a_usage_error() {
     let (code, err) = fails(&store, &["search", "天气", "--strategy", "analyzer=jieba"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("`cjk`") && err.contains("`jieba`"), "{err}");
+}
+
+#[test]
+fn unspaced_text_under_the_standard_analyzer_is_stored_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let english = dir.path().join("en.jsonl");
+    std::fs::write(&english, "{\"id\": \"en\", \"text\": \"Long documents, short chunks.\"}\n")
+        .unwrap();
+    let input = corpus(dir.path());
+    let add = |store: &std::path::Path, file: &std::path::Path| {
+        let out = ckeep(store).args(["--json", "add"]).arg(file).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (report, String::from_utf8(out.stderr).unwrap())
+    };
+    // English first: auto chooses standard, and the Chinese and Japanese that follow are warned of.
+    let store = dir.path().join("english-first");
+    let (report, stderr) = add(&store, &english);
+    assert_eq!(report["analyzer_chosen"], "standard");
+    assert!(report.get("unspaced_under_standard").is_none() && stderr.is_empty(), "{stderr}");
+    let (report, stderr) = add(&store, &input);
+    assert_eq!(report["added"], 3);
+    assert_eq!(report["unspaced_under_standard"], 3, "{report}");
+    assert!(
+        stderr.contains("warning: 3 documents are mostly Chinese, Japanese or Korean"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--analyzer cjk"), "{stderr}");
+    // What the warning is about: a word inside a run is not found.
+    assert_eq!(json(&store, &["search", "天气"])["results"], serde_json::json!([]));
+    // A store that can split them says nothing.
+    let store = dir.path().join("cjk");
+    json(&store, &["add", english.to_str().unwrap(), "--analyzer", "cjk"]);
+    let (report, stderr) = add(&store, &input);
+    assert!(report.get("unspaced_under_standard").is_none() && stderr.is_empty(), "{stderr}");
 }
 
 #[test]
