@@ -53,8 +53,26 @@ for _ in range(50):
     lat.append((time.perf_counter() - t) * 1e3)
 torch_lat = sorted(lat)[25]
 
+def cpu_level() -> str:
+    """The CPU's model and x86-64 feature level, from /proc/cpuinfo."""
+    info = open("/proc/cpuinfo").read()
+    model_name = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), "?")
+    flags = set(next((l.split(":", 1)[1].split() for l in info.splitlines() if l.startswith("flags")), []))
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        level = "x86-64-v4 (AVX-512)"
+    elif {"avx2", "fma", "bmi2"} <= flags:
+        level = "x86-64-v3 (AVX2+FMA)"
+    else:
+        level = "below x86-64-v3 (no AVX2)"
+    return f"{model_name}, {os.cpu_count()} logical CPUs, {level}"
+
+
 peak = max(peak, ours["gemm_peak_gflops"])
-print(f"all-MiniLM-L6-v2, {threads} threads; matrix-product peak measured here (best of PyTorch and faer, 2048^2): {peak:.0f} GFLOP/s\n")
+print(f"all-MiniLM-L6-v2, {threads} threads; CPU: {cpu_level()}")
+print(f"kernels: ckeep AVX2+FMA (x86-64-v3, the most it dispatches to); PyTorch {torch.__version__} "
+      f"{torch.backends.cpu.get_cpu_capability()}"
+      + (" (capped by BENCH_ISA=avx2)" if os.environ.get("ATEN_CPU_CAPABILITY") else ""))
+print(f"matrix-product peak measured here (best of PyTorch and faer, 2048^2): {peak:.0f} GFLOP/s\n")
 print("| input | texts | tokens/text | PyTorch tokens/s | ckeep tokens/s | ckeep / PyTorch | ckeep GFLOP/s (share of peak) | min cosine |")
 print("|---|---|---|---|---|---|---|---|")
 for name, n, per, t_tps, o_tps, c in rows:

@@ -2,7 +2,7 @@
 //!
 //! - sequences are **packed** (no padding at all): every linear layer is one large matrix
 //!   product over all tokens of a batch, with Q, K and V fused into one weight;
-//! - matrix products use `faer` (runtime-dispatched AVX-512/AVX2 kernels), attention runs per
+//! - matrix products use `faer` (runtime-dispatched, AVX2+FMA at most), attention runs per
 //!   sequence and head on strided views of the fused QKV matrix, sequences in parallel;
 //! - GELU's `erf` and softmax's `exp` are vectorisable polynomial approximations (absolute error
 //!   below 5e-7), instead of scalar libm calls;
