@@ -315,14 +315,19 @@ class Store:
         """``ckeep stats --json``: the manifest (chunker, analyzer, model) and the counts."""
         return json.loads(self._native.stats())
 
-    def dedup(self, *, threshold: float = 0.9, level: str = "doc", top_k: int = 3,
-              neighbours: int = 10, explain: bool = False) -> dict[str, Any]:
+    def dedup(self, *, threshold: float | None = None, level: str = "doc", top_k: int = 3,
+              neighbours: int = 10, explain: bool = False,
+              pair_model: PathLike | None = None) -> dict[str, Any]:
         """Near-duplicate clusters (``ckeep dedup --json``): document pairs whose top-``k``
-        chunk pairs average at least ``threshold`` (``level="chunk"``: single chunk pairs),
-        each with the matching chunks' spans, and their ``text`` with ``explain``. Needs a
-        store built with a model."""
+        chunk pairs average at least ``threshold`` (0.9; ``level="chunk"``: single chunk
+        pairs), each with the matching chunks' spans, and their ``text`` with ``explain``.
+        With ``pair_model`` (a file ``ckeep pairs --learn --save-model`` wrote), pairs from
+        ``threshold`` (then 0.7) on are kept when the model's probability reaches its own
+        threshold, as ``ckeep dedup --pair-model`` does. Needs a store built with a model."""
+        model = None if pair_model is None else os.fspath(pair_model)
         return json.loads(self._native.dedup(threshold=threshold, level=level, top_k=top_k,
-                                             neighbours=neighbours, explain=explain))
+                                             neighbours=neighbours, explain=explain,
+                                             pair_model=model))
 
     def check(self) -> dict[str, Any]:
         """``ckeep check --json``: ``ok`` and a report of every span, parent and count."""

@@ -9,8 +9,8 @@ use anyhow::{Context, anyhow, bail};
 use ckeep_core::Document;
 use ckeep_embed::Embedder;
 use ckeep_engine::{
-    AnalyzerChoice, DedupOptions, Engine, MetadataFilter, ModelSet, SearchRequest, Strategy,
-    StrategyOverrides,
+    AnalyzerChoice, DedupOptions, Engine, MetadataFilter, ModelSet, PairModel, SearchRequest,
+    Strategy, StrategyOverrides,
 };
 use ckeep_store::{DynStore, StoreRead, StoreWrite};
 use ckeep_text::{ChunkerSpec, LoadOptions, Loader};
@@ -366,21 +366,36 @@ impl Store {
     }
 
     /// Near-duplicate clusters of the store: `ckeep dedup --json`.
-    #[pyo3(signature = (*, threshold=0.9, level="doc".to_string(), top_k=3, neighbours=10, explain=false))]
+    /// With `pair_model` (a file `ckeep pairs --learn --save-model` wrote), candidates from
+    /// `threshold` (default 0.7, else 0.9) are decided by the model, as `ckeep dedup
+    /// --pair-model` does.
+    #[pyo3(signature = (*, threshold=None, level="doc".to_string(), top_k=3, neighbours=10,
+        explain=false, pair_model=None))]
+    #[allow(clippy::too_many_arguments)]
     fn dedup(
         &self,
         py: Python<'_>,
-        threshold: f32,
+        threshold: Option<f32>,
         level: String,
         top_k: usize,
         neighbours: usize,
         explain: bool,
+        pair_model: Option<PathBuf>,
     ) -> PyResult<String> {
         detached(py, || {
             let level = parse("level", Some(&level))?.unwrap_or_default();
+            let model = pair_model.as_deref().map(PairModel::load).transpose()?;
+            let threshold =
+                threshold.unwrap_or_else(|| DedupOptions::default_threshold(model.is_some()));
             let opts = DedupOptions { threshold, level, top_k, neighbours };
-            let reader = self.take_reader()?;
-            let report = reader.dedup_report(&opts, None, explain);
+            let mut reader = self.take_reader()?;
+            // The model decides on the whole texts, embedded by the store's own model.
+            if model.is_some()
+                && let Some(spec) = self.model_spec(None, &reader)?
+            {
+                reader = reader.with_embedder(self.model(&spec)?);
+            }
+            let report = reader.dedup_report(&opts, model.as_ref(), explain);
             let out =
                 report.map_err(anyhow::Error::from).and_then(|r| Ok(serde_json::to_string(&r)?));
             lock(&self.readers).push(reader);

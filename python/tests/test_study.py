@@ -149,3 +149,37 @@ def test_dedup_equals_the_cli(tmp_path: Path) -> None:
                     assert text[start:end].decode() == m[side]["text"]
     with pytest.raises(ckeep.UsageError, match="level"):
         store.dedup(level="page")
+
+
+def test_dedup_by_a_pair_model_equals_the_cli(tmp_path: Path) -> None:
+    # A store of both questions of the last 150 LCQMC dev pairs; the model is fitted on others.
+    lines = LCQMC.read_text(encoding="utf-8").splitlines()
+    docs = []
+    for n, line in enumerate(lines[-150:]):
+        _, a, b, _ = line.split("\t")
+        docs += [{"id": f"{n}a", "text": a}, {"id": f"{n}b", "text": b}]
+    jsonl = tmp_path / "questions.jsonl"
+    jsonl.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), "utf-8")
+    fit = tmp_path / "fit.tsv"
+    fit.write_text("\n".join(lines[:1000]) + "\n", encoding="utf-8")
+    model = tmp_path / "lcqmc-model.json"
+    cli("pairs", str(fit), "--model", MULTILINGUAL, "--learn", "--save-model", str(model))
+    path = tmp_path / "store"
+    cli("add", str(jsonl), "--model", MULTILINGUAL, store=path)
+    store = ckeep.Store(path)
+    got = store.dedup(pair_model=model, explain=True)
+    want = cli("dedup", "--pair-model", str(model), "--explain", store=path)
+    del got["seconds"], want["seconds"]
+    assert got == want
+    assert got["threshold"] == pytest.approx(0.7), "candidates from the learned floor"
+    # Kept pairs are ones the model calls duplicates; most are the dev file's own pairs.
+    threshold = json.loads(model.read_text())["threshold"]
+    pairs = [p for c in got["clusters"] for p in c["pairs"]]
+    assert len(pairs) >= 20, pairs
+    assert all(p["score"] >= threshold for p in pairs), pairs
+    labelled = sum(p["a"][:-1] == p["b"][:-1] for p in pairs)
+    assert labelled * 2 > len(pairs), pairs
+    with pytest.raises(ckeep.UsageError, match="document pairs"):
+        store.dedup(pair_model=model, level="chunk")
+    with pytest.raises(ckeep.UsageError):
+        store.dedup(pair_model=tmp_path / "missing.json")

@@ -41,9 +41,22 @@ pub struct DedupOptions {
     pub neighbours: usize,
 }
 
+impl DedupOptions {
+    /// Document pairs whose chunk pairs score at least this are near-duplicates.
+    pub const THRESHOLD: f32 = 0.9;
+    /// With a pair model: the chunk-pair score a pair needs to be put to the model, lower
+    /// than [`Self::THRESHOLD`] because the model, not the score, decides.
+    pub const LEARNED_FLOOR: f32 = 0.7;
+
+    /// The default threshold, with or without a pair model.
+    pub fn default_threshold(learned: bool) -> f32 {
+        if learned { Self::LEARNED_FLOOR } else { Self::THRESHOLD }
+    }
+}
+
 impl Default for DedupOptions {
     fn default() -> Self {
-        Self { threshold: 0.9, level: Level::Doc, top_k: 3, neighbours: 10 }
+        Self { threshold: Self::THRESHOLD, level: Level::Doc, top_k: 3, neighbours: 10 }
     }
 }
 

@@ -7,11 +7,6 @@ use ckeep_engine::{DedupOptions, PairModel};
 use crate::args::DedupArgs;
 use crate::output::{Output, outln, snippet};
 
-/// Pairs scoring at least this are near-duplicates.
-const THRESHOLD: f64 = 0.9;
-/// With a pair model: the chunk-pair score a pair needs to be put to the model.
-const LEARNED_FLOOR: f64 = 0.7;
-
 pub fn run(
     store: &str,
     args: &DedupArgs,
@@ -25,10 +20,11 @@ pub fn run(
     {
         engine = engine.with_embedder(super::load_model(&spec, no_cache)?);
     }
-    let threshold =
-        args.threshold.unwrap_or(if pair_model.is_some() { LEARNED_FLOOR } else { THRESHOLD });
+    let threshold = args
+        .threshold
+        .map_or_else(|| DedupOptions::default_threshold(pair_model.is_some()), |t| t as f32);
     let opts = DedupOptions {
-        threshold: threshold as f32,
+        threshold,
         level: args.level,
         top_k: args.top_k,
         neighbours: args.neighbours,
