@@ -11,7 +11,7 @@ from conftest import MODEL, MULTILINGUAL, cli
 TEXTS = ["Owls hunt at night.", "今天天气很好。", "桜は春に咲く。", "", "a " * 600]
 
 
-@pytest.mark.parametrize("model", [MODEL, MULTILINGUAL])
+@pytest.mark.parametrize("model", [MODEL, MULTILINGUAL, f"{MODEL}@int8", f"{MULTILINGUAL}@int8"])
 @pytest.mark.parametrize("kind", ["passage", "query"])
 def test_vectors_equal_ckeep_embed_json(model: str, kind: str) -> None:
     embedder = ckeep.Embedder(model)
@@ -23,6 +23,14 @@ def test_vectors_equal_ckeep_embed_json(model: str, kind: str) -> None:
         args.insert(1, "--query")
     want = np.array(cli(*args)["vectors"], dtype=np.float32)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("model", [MODEL, MULTILINGUAL])
+def test_int8_vectors_stay_within_a_cosine_of_0_995_of_f32(model: str) -> None:
+    f32 = ckeep.Embedder(model).embed(TEXTS)
+    int8 = ckeep.Embedder(f"{model}@int8").embed(TEXTS)
+    cosines = (f32 * int8).sum(axis=1)  # both L2-normalised
+    assert cosines.min() >= 0.995 and not np.array_equal(f32, int8), cosines
 
 
 def test_query_and_passage_prompts_differ_for_e5() -> None:

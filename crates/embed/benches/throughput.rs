@@ -1,5 +1,6 @@
 //! all-MiniLM-L6-v2 throughput on the CPU: 1,000 short sentences (STS-B test) and 200 passages
-//! of 200–256 tokens (SciFact abstracts), plus single-query latency. Prints one JSON object, and
+//! of 200–256 tokens (SciFact abstracts), plus single-query latency, in f32 and in int8 (with
+//! the int8 vectors' least cosine to the f32 ones). Prints one JSON object, and
 //! writes the exact inputs to `target/embed-bench/` so `bench/embed_speed.sh` can hand the same
 //! texts to sentence-transformers on PyTorch in the same run.
 //!
@@ -60,6 +61,20 @@ fn time(model: &SentenceTransformer, texts: &[String]) -> (f64, usize, Vec<Vec<f
     (best, tokens, vectors)
 }
 
+/// Median milliseconds to embed one short query, over 50 runs.
+fn query_latency(model: &SentenceTransformer) -> f64 {
+    let query = "What causes the seasons on Earth?";
+    let mut lat: Vec<f64> = (0..50)
+        .map(|_| {
+            let t = Instant::now();
+            model.embed(&[query], InputKind::Query).unwrap();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    lat[25]
+}
+
 /// The best matrix-product rate this machine reaches (faer, 2048², all threads), in GFLOP/s:
 /// the practical compute ceiling the model's throughput is compared with.
 fn gemm_peak() -> f64 {
@@ -110,16 +125,27 @@ fn main() {
                 "texts_per_s": texts.len() as f64 / secs, "tokens_per_s": tokens as f64 / secs}),
         );
     }
-    let query = "What causes the seasons on Earth?";
-    let mut lat: Vec<f64> = (0..50)
-        .map(|_| {
-            let t = Instant::now();
-            model.embed(&[query], InputKind::Query).unwrap();
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    lat.sort_by(f64::total_cmp);
-    report.insert("query_ms_p50".into(), serde_json::json!(lat[25]));
+    let int8 = SentenceTransformer::load(&models.join("all-MiniLM-L6-v2")).unwrap().into_int8();
+    for (name, texts) in &sets {
+        let (secs, tokens, vectors) = time(&int8, texts);
+        let f32_vectors: Vec<Vec<f32>> = serde_json::from_slice(
+            &std::fs::read(out.join(format!("{name}.vectors.json"))).unwrap(),
+        )
+        .unwrap();
+        let min_cosine = vectors
+            .iter()
+            .zip(&f32_vectors)
+            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>())
+            .fold(f32::MAX, f32::min);
+        report.insert(
+            format!("{name}_int8"),
+            serde_json::json!({"texts": texts.len(), "tokens": tokens, "seconds": secs,
+                "texts_per_s": texts.len() as f64 / secs, "tokens_per_s": tokens as f64 / secs,
+                "min_cosine_to_f32": min_cosine}),
+        );
+    }
+    report.insert("query_ms_p50".into(), serde_json::json!(query_latency(&model)));
+    report.insert("query_ms_p50_int8".into(), serde_json::json!(query_latency(&int8)));
     report.insert("gemm_peak_gflops".into(), serde_json::json!(gemm_peak()));
     println!("{}", serde_json::Value::Object(report));
 }

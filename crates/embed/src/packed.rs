@@ -155,12 +155,12 @@ pub(crate) fn load(bytes: &[u8], path: &str) -> Result<(Bert, Header)> {
         })
     };
     let linear = |name: &str, out: usize, inp: usize| -> Result<Linear> {
-        Ok(Linear {
-            w: tensors.q4_f32(&format!("{name}.w"), out, inp)?,
-            b: tensors.f32(&format!("{name}.b"), out)?,
+        Ok(Linear::new(
+            tensors.q4_f32(&format!("{name}.w"), out, inp)?,
+            tensors.f32(&format!("{name}.b"), out)?,
             out,
             inp,
-        })
+        ))
     };
     let mut layers = Vec::with_capacity(header.layers);
     for i in 0..header.layers {
@@ -170,12 +170,12 @@ pub(crate) fn load(bytes: &[u8], path: &str) -> Result<(Bert, Header)> {
             linear(&format!("l{i}.v"), hidden, hidden)?,
         );
         layers.push(Layer {
-            qkv: Linear {
-                w: [q.w, k.w, v.w].concat(),
-                b: [q.b, k.b, v.b].concat(),
-                out: 3 * hidden,
-                inp: hidden,
-            },
+            qkv: Linear::new(
+                [q.w, k.w, v.w].concat(),
+                [q.b, k.b, v.b].concat(),
+                3 * hidden,
+                hidden,
+            ),
             attn_out: linear(&format!("l{i}.ao"), hidden, hidden)?,
             ln1: norm(&format!("l{i}.aln"))?,
             inter: linear(&format!("l{i}.fi"), header.ffn, hidden)?,

@@ -182,6 +182,26 @@ impl SentenceTransformer {
         Ok(Self { model, tokenizer, full_tokenizer, positions, pooling, info })
     }
 
+    /// Switches the matrix products to int8 (`--precision int8`): weights a quarter of the
+    /// size, faster where the CPU has AVX-512 VNNI, vectors within a cosine of 0.995 of f32
+    /// (measured: `docs/benchmarks/performance.md`). The name
+    /// and source gain `@int8` and the fingerprint changes, so caches and stores keep the two
+    /// precisions apart and a store built with one is searched with the same one.
+    #[must_use]
+    pub fn into_int8(mut self) -> Self {
+        if self.info.name.ends_with(crate::Precision::INT8_SUFFIX) {
+            return self;
+        }
+        self.model.quantize();
+        let info = &mut self.info;
+        let fingerprint = blake3::hash(format!("{}/int8", info.fingerprint).as_bytes());
+        info.fingerprint = fingerprint.to_hex()[..16].to_string();
+        info.name.push_str(crate::Precision::INT8_SUFFIX);
+        info.source.push_str(crate::Precision::INT8_SUFFIX);
+        info.architecture.push_str(", int8 matrix products");
+        self
+    }
+
     /// Vector dimension.
     pub fn dim(&self) -> usize {
         self.info.dim

@@ -206,3 +206,90 @@ fn multilingual_e5_matches_sentence_transformers() {
         }
     }
 }
+
+/// The evaluation data (`CKEEP_DATA`, default `../shared/data`).
+fn data_dir() -> PathBuf {
+    std::env::var_os("CKEEP_DATA").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        PathBuf::from,
+    )
+}
+
+/// The least cosine between the int8 and the f32 vectors of `texts`.
+fn int8_agreement(
+    f32_model: &SentenceTransformer,
+    int8_model: &SentenceTransformer,
+    texts: &[&str],
+    kind: InputKind,
+) -> f64 {
+    let (want, _) = f32_model.embed(texts, kind).unwrap();
+    let (got, _) = int8_model.embed(texts, kind).unwrap();
+    want.iter().zip(&got).map(|(w, g)| cosine(w, g)).fold(f64::MAX, f64::min)
+}
+
+/// `--precision int8` keeps MiniLM's vectors within a cosine of 0.995 of sentence-transformers'
+/// and of our f32 ones, on the reference texts and on 500 real STS-B sentences; the int8 model
+/// says so in its name and fingerprint, so caches and stores never mix the two.
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn minilm_in_int8_stays_within_a_cosine_of_0_995() {
+    let dir = models_dir().join("all-MiniLM-L6-v2");
+    let f32_model =
+        SentenceTransformer::load(&dir).expect("run `ckeep model pull all-MiniLM-L6-v2`");
+    let int8_model = SentenceTransformer::load(&dir).unwrap().into_int8();
+    assert_eq!(int8_model.info().name, "all-MiniLM-L6-v2@int8");
+    assert_ne!(int8_model.info().fingerprint, f32_model.info().fingerprint);
+
+    let (texts, reference) = reference();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let (got, _) = int8_model.embed(&texts, InputKind::Document).unwrap();
+    for ((v, want), t) in got.iter().zip(expected(&reference, "all-MiniLM-L6-v2")).zip(&texts) {
+        let c = cosine(v, &want);
+        assert!(c >= 0.995, "{t:?}: cosine {c} to sentence-transformers");
+    }
+
+    let stsb = std::fs::read_to_string(data_dir().join("stsb/sts-test.csv")).unwrap();
+    let sentences: Vec<&str> =
+        stsb.lines().filter_map(|l| l.split('\t').nth(5)).take(500).collect();
+    assert_eq!(sentences.len(), 500);
+    let least = int8_agreement(&f32_model, &int8_model, &sentences, InputKind::Document);
+    assert!(least >= 0.995, "least cosine to f32 on STS-B: {least}");
+}
+
+/// The same for multilingual-e5-small on real Chinese: CMRC 2018 paragraphs (up to 512 tokens)
+/// and questions, and the reference's Chinese, Japanese and English texts.
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn multilingual_e5_in_int8_stays_within_a_cosine_of_0_995() {
+    let dir = models_dir().join("multilingual-e5-small");
+    let f32_model =
+        SentenceTransformer::load(&dir).expect("run `ckeep model pull multilingual-e5-small`");
+    let int8_model = SentenceTransformer::load(&dir).unwrap().into_int8();
+    let reference = shared_model_file("reference_embeddings_e5.json");
+    for item in reference["items"].as_array().unwrap() {
+        let kind = if item["kind"] == "query" { InputKind::Query } else { InputKind::Document };
+        let text = item["text"].as_str().unwrap();
+        let (got, _) = int8_model.embed(&[text], kind).unwrap();
+        let want: Vec<f32> = serde_json::from_value(item["embedding"].clone()).unwrap();
+        let c = cosine(&got[0], &want);
+        assert!(c >= 0.995, "{text:?}: cosine {c} to sentence-transformers");
+    }
+
+    let cmrc = data_dir().join("zh/retrieval/cmrc2018/dev");
+    let field = |file: &str, key: &str, n: usize| -> Vec<String> {
+        let text = std::fs::read_to_string(cmrc.join(file)).unwrap();
+        let rows = text.lines().take(n);
+        rows.map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()[key].as_str().unwrap().to_string()
+        })
+        .collect()
+    };
+    let paragraphs = field("docs.jsonl", "text", 40);
+    let questions = field("queries.jsonl", "question", 200);
+    assert!(paragraphs.iter().all(|p| p.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))));
+    for (texts, kind) in [(&paragraphs, InputKind::Document), (&questions, InputKind::Query)] {
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let least = int8_agreement(&f32_model, &int8_model, &texts, kind);
+        assert!(least >= 0.995, "least cosine to f32 on CMRC ({kind:?}): {least}");
+    }
+}

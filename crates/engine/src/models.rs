@@ -50,9 +50,11 @@ impl ModelSet {
 /// The model a store was built with, as a model spec: where it was loaded from when that
 /// still exists (a directory or a URL), else its name.
 pub fn stored_model(manifest: &Manifest) -> Option<String> {
-    let source = manifest
-        .model_source
-        .as_deref()
-        .filter(|s| s.starts_with("http://") || s.starts_with("https://") || Path::new(s).is_dir());
+    // A directory loaded in int8 is recorded as `DIR@int8`.
+    let source = manifest.model_source.as_deref().filter(|s| {
+        s.starts_with("http://")
+            || s.starts_with("https://")
+            || Path::new(ckeep_embed::Precision::split(s).0).is_dir()
+    });
     source.map(str::to_string).or_else(|| manifest.model.clone())
 }

@@ -25,7 +25,7 @@ pub use analyzer::Analyzer;
 pub use bm25::{Bm25, TermExplanation, TitleField};
 pub use fusion::{FusedParts, Fusion, RRF_K};
 pub use hnsw::{Hnsw, HnswParams};
-pub use vector::{dot, dot_all, dot_rows, simd};
+pub use vector::{avx512_allowed, dot, dot_all, dot_rows, simd};
 
 /// Invalid retrieval parameters (always the user's error).
 #[derive(Debug, thiserror::Error)]

@@ -5,9 +5,10 @@
 // The kernels must inline into the dispatched function to be compiled for its instruction set.
 #![allow(clippy::inline_always)]
 
-/// Runs `f` compiled for the best instruction set this CPU has (AVX2/FMA where present), so
-/// plain loops inside it auto-vectorise wider than the SSE2 baseline. `f` must inline into
-/// `with_simd` for that to happen, hence the wrapper type with an `inline(always)` body.
+/// Runs `f` compiled for the best instruction set this CPU has (AVX-512 or AVX2/FMA where
+/// present), so plain loops inside it auto-vectorise wider than the SSE2 baseline. `f` must
+/// inline into `with_simd` for that to happen, hence the wrapper type with an `inline(always)`
+/// body.
 #[inline(always)]
 pub fn simd<R>(f: impl FnOnce() -> R) -> R {
     struct Run<F>(F);
@@ -18,7 +19,21 @@ pub fn simd<R>(f: impl FnOnce() -> R) -> R {
             (self.0)()
         }
     }
+    #[cfg(target_arch = "x86_64")]
+    if !avx512_allowed()
+        && let Some(avx2) = pulp::x86::V3::try_new()
+    {
+        return pulp::Simd::vectorize(avx2, Run(f));
+    }
     pulp::Arch::new().dispatch(Run(f))
+}
+
+/// False when `CKEEP_SIMD=avx2` caps our own kernels at AVX2 on a CPU with AVX-512: how
+/// `bench/embed_speed.sh` measures an AVX2-only host on an AVX-512 one. Read once. (faer's
+/// matrix products choose for themselves and keep AVX-512.)
+pub fn avx512_allowed() -> bool {
+    static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ALLOWED.get_or_init(|| std::env::var_os("CKEEP_SIMD").is_none_or(|v| v != "avx2"))
 }
 
 /// `Σ aᵢbᵢ` with 32 independent accumulators: four AVX2 registers, enough to hide the latency

@@ -58,7 +58,8 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     let Checked { loaded: valid, warnings, .. } = checked;
 
     // Pass 2: chunk, index and write in batches.
-    let mut engine = open_with_model(store, args.model.as_deref(), args.analyzer, no_cache, true)?;
+    let mut engine =
+        open_with_model(store, args.model().as_deref(), args.analyzer, no_cache, true)?;
     let mut chunker = match &args.chunker {
         Some(c) => c.clone(),
         None => engine.stored_chunker()?.unwrap_or_default(),
@@ -204,7 +205,8 @@ fn derive_only(
     out: &Output,
     started: Instant,
 ) -> anyhow::Result<ExitCode> {
-    let mut engine = open_with_model(store, args.model.as_deref(), args.analyzer, no_cache, false)?;
+    let mut engine =
+        open_with_model(store, args.model().as_deref(), args.analyzer, no_cache, false)?;
     let chunker = engine.stored_chunker()?.unwrap_or_default();
     let bar = out.progress(0, "deriving");
     let adopted = if engine.embedder().is_some() {

@@ -20,7 +20,7 @@ pub fn run(args: &EmbedArgs, no_cache: bool, out: &Output) -> anyhow::Result<Exi
             texts.push(t.clone());
         }
     }
-    let model = super::load_model(&args.model, no_cache)?;
+    let model = super::load_model(&args.precision.apply(&args.model), no_cache)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let kind = if args.query { InputKind::Query } else { InputKind::Document };
     let bar = out.progress(0, "embedding");

@@ -158,7 +158,8 @@ pub(crate) fn compare(
         }
         bar.set_position(done);
     };
-    experiment::default_model(&mut strategies, flags.model.as_deref());
+    let model = flags.model.as_deref().map(|m| flags.precision.apply(m));
+    experiment::default_model(&mut strategies, model.as_deref());
     let loaded = ckeep_engine::ModelSet::new(!runs.no_cache);
     let mut models = |spec: &str| loaded.get(spec).map_err(ckeep_engine::Error::Embed);
     let comparison = experiment::run(

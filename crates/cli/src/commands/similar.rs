@@ -10,7 +10,7 @@ use crate::output::{Output, outln, snippet};
 
 /// A scorer for `scoring`'s model, chunker and k.
 pub fn scorer(scoring: &PairScoring, no_cache: bool) -> anyhow::Result<PairScorer> {
-    let model = super::load_model(&scoring.model, no_cache)?;
+    let model = super::load_model(&scoring.precision.apply(&scoring.model), no_cache)?;
     Ok(PairScorer::new(model, scoring.chunker.clone(), scoring.top_k)?)
 }
 

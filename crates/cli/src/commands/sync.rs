@@ -53,7 +53,7 @@ pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow
     let mut engine = if args.dry_run {
         open_for_plan(store)?
     } else {
-        open_with_model(store, args.index.model.as_deref(), args.index.analyzer, no_cache, true)?
+        open_with_model(store, args.index.model().as_deref(), args.index.analyzer, no_cache, true)?
     };
     let mut plan = engine.plan_sync(&args.paths, checked, &loader)?;
     let gone_kept = if args.prune { 0 } else { std::mem::take(&mut plan.gone).len() };

@@ -98,7 +98,7 @@ pub fn run(
     let debounce =
         Debounce { quiet: super::seconds("debounce", args.debounce)?, ..Debounce::default() };
     let mut engine =
-        open_with_model(store, args.index.model.as_deref(), args.index.analyzer, no_cache, true)?;
+        open_with_model(store, args.index.model().as_deref(), args.index.analyzer, no_cache, true)?;
     let chunker = match &args.index.chunker {
         Some(c) => c.clone(),
         None => engine.stored_chunker()?.unwrap_or_default(),

