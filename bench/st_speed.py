@@ -67,9 +67,23 @@ def cpu_level() -> str:
     return f"{model_name}, {os.cpu_count()} logical CPUs, {level}"
 
 
+def our_kernels() -> str:
+    """What ckeep's two kinds of kernels run here: faer's f32 matrix products pick AVX-512 on
+    any CPU that has it; our own (int8 products, element-wise passes) also, unless capped by
+    CKEEP_SIMD=avx2."""
+    flags = set(next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo").read().splitlines()
+                      if l.startswith("flags")), []))
+    faer = "AVX-512" if "avx512f" in flags else "AVX2+FMA"
+    if os.environ.get("CKEEP_SIMD") == "avx2" or "avx512bw" not in flags:
+        own = "AVX2 (capped by CKEEP_SIMD=avx2)" if "avx512bw" in flags else "AVX2"
+    else:
+        own = "AVX-512 VNNI" if "avx512_vnni" in flags else "AVX-512 BW"
+    return f"ckeep f32 matrix products (faer) {faer}; ckeep int8 products and element-wise passes {own}"
+
+
 peak = max(peak, ours["gemm_peak_gflops"])
 print(f"all-MiniLM-L6-v2, {threads} threads; CPU: {cpu_level()}")
-print(f"kernels: ckeep AVX2+FMA (x86-64-v3, the most it dispatches to); PyTorch {torch.__version__} "
+print(f"kernels: {our_kernels()}; PyTorch {torch.__version__} "
       f"{torch.backends.cpu.get_cpu_capability()}"
       + (" (capped by BENCH_ISA=avx2)" if os.environ.get("ATEN_CPU_CAPABILITY") else ""))
 print(f"matrix-product peak measured here (best of PyTorch and faer, 2048^2): {peak:.0f} GFLOP/s\n")
@@ -79,3 +93,14 @@ for name, n, per, t_tps, o_tps, c in rows:
     gf = o_tps * MFLOP_PER_TOKEN / 1e3
     print(f"| {name} | {n} | {per:.0f} | {t_tps:,.0f} | {o_tps:,.0f} | **{o_tps / t_tps:.2f}x** | {gf:.0f} ({gf / peak:.0%}) | {c:.7f} |")
 print(f"| single query latency (p50) | 1 | 9 | {torch_lat:.2f} ms | {ours['query_ms_p50']:.2f} ms | **{torch_lat / ours['query_ms_p50']:.2f}x** | | |")
+torch_tps = {name: t_tps for name, _, _, t_tps, _, _ in rows}
+print("\nckeep --precision int8 (int8 weights and activations; kernels as above), same inputs and run;")
+print("its vectors compared with ckeep's own f32 vectors:\n")
+print("| input | PyTorch tokens/s | ckeep int8 tokens/s | int8 / PyTorch | int8 / ckeep f32 | min cosine to f32 |")
+print("|---|---|---|---|---|---|")
+for name in ("sentences", "passages"):
+    q = ours[f"{name}_int8"]
+    print(f"| {name} | {torch_tps[name]:,.0f} | {q['tokens_per_s']:,.0f} | **{q['tokens_per_s'] / torch_tps[name]:.2f}x** "
+          f"| {q['tokens_per_s'] / ours[name]['tokens_per_s']:.2f}x | {q['min_cosine_to_f32']:.4f} |")
+print(f"| single query latency (p50) | {torch_lat:.2f} ms | {ours['query_ms_p50_int8']:.2f} ms | **{torch_lat / ours['query_ms_p50_int8']:.2f}x** "
+      f"| {ours['query_ms_p50'] / ours['query_ms_p50_int8']:.2f}x | |")
