@@ -283,18 +283,18 @@ impl Precision {
     /// What a model spec ends with to ask for int8.
     pub const INT8_SUFFIX: &'static str = "@int8";
 
-    /// Splits a model spec (not a URL) into the model and the precision its suffix asks for.
+    /// Splits a model spec into the model and the precision its suffix asks for.
     pub fn split(spec: &str) -> (&str, Self) {
         match spec.strip_suffix(Self::INT8_SUFFIX) {
-            Some(model) if !is_url(spec) => (model, Self::Int8),
-            _ => (spec, Self::F32),
+            Some(model) => (model, Self::Int8),
+            None => (spec, Self::F32),
         }
     }
 
     /// `spec` asking for this precision (`--precision int8` appends `@int8`).
     pub fn apply(self, spec: &str) -> String {
         match (self, Self::split(spec).1) {
-            (Self::Int8, Self::F32) if !is_url(spec) => format!("{spec}{}", Self::INT8_SUFFIX),
+            (Self::Int8, Self::F32) => format!("{spec}{}", Self::INT8_SUFFIX),
             _ => spec.to_string(),
         }
     }
@@ -324,6 +324,14 @@ fn is_url(spec: &str) -> bool {
 /// - either of the last two followed by `@int8`: the same encoder in int8 ([`Precision`]).
 pub fn load(spec: &str) -> Result<Arc<dyn Embedder>> {
     if is_url(spec) {
+        if Precision::split(spec).1 == Precision::Int8 {
+            return Err(Error::Unsupported {
+                path: spec.to_string(),
+                message: "int8 runs our own transformer encoders; a server's model runs in the \
+                          precision the server chose"
+                    .into(),
+            });
+        }
         return Ok(Arc::new(HttpEmbedder::from_spec(spec)?));
     }
     #[cfg(feature = "testing")]
@@ -422,5 +430,31 @@ pub fn normalize(v: &mut [f32]) {
         for x in v {
             *x /= norm;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precision_suffixes_split_and_apply_once() {
+        assert_eq!(
+            Precision::split("all-MiniLM-L6-v2@int8"),
+            ("all-MiniLM-L6-v2", Precision::Int8)
+        );
+        assert_eq!(Precision::split("/models/e5"), ("/models/e5", Precision::F32));
+        assert_eq!(Precision::Int8.apply("e5"), "e5@int8");
+        assert_eq!(Precision::Int8.apply("e5@int8"), "e5@int8");
+        assert_eq!(Precision::F32.apply("e5"), "e5");
+        assert_eq!("int8".parse::<Precision>(), Ok(Precision::Int8));
+        assert!("int4".parse::<Precision>().unwrap_err().contains("f32 or int8"));
+    }
+
+    #[test]
+    fn int8_is_refused_for_a_server_before_any_request() {
+        let err = load("http://127.0.0.1:9/v1#m@int8").err().map(|e| e.to_string());
+        let err = err.unwrap_or_default();
+        assert!(err.contains("int8 runs our own transformer encoders"), "{err}");
     }
 }
