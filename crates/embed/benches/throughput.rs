@@ -125,7 +125,8 @@ fn main() {
                 "texts_per_s": texts.len() as f64 / secs, "tokens_per_s": tokens as f64 / secs}),
         );
     }
-    let int8 = SentenceTransformer::load(&models.join("all-MiniLM-L6-v2")).unwrap().into_int8();
+    let int8 =
+        SentenceTransformer::load(&models.join("all-MiniLM-L6-v2")).unwrap().into_int8().unwrap();
     for (name, texts) in &sets {
         let (secs, tokens, vectors) = time(&int8, texts);
         let f32_vectors: Vec<Vec<f32>> = serde_json::from_slice(

@@ -67,9 +67,9 @@ impl Linear {
         Self { w, b, out, inp, int8: None }
     }
 
-    /// Replaces the f32 weights by int8 ones, where the shape allows.
+    /// Replaces the f32 weights by int8 ones (the caller checked the shape).
     fn quantize(&mut self) {
-        if self.int8.is_none() && int8::supports(self.out, self.inp) {
+        if self.int8.is_none() {
             let w = std::mem::take(&mut self.w);
             self.int8 = Some(QuantLinear::new(&w, self.b.clone(), self.out, self.inp));
         }
@@ -279,13 +279,19 @@ impl Bert {
     }
 
     /// Switches every layer's matrix products to int8 (see [`crate::int8`]); attention,
-    /// normalisation and activations stay f32.
-    pub(crate) fn quantize(&mut self) {
+    /// normalisation and activations stay f32. Returns false, changing nothing, when a layer's
+    /// shape cannot be packed.
+    pub(crate) fn quantize(&mut self) -> bool {
+        let linears = |l: &Layer| [&l.qkv, &l.attn_out, &l.inter, &l.out].map(|l| (l.out, l.inp));
+        if !self.layers.iter().flat_map(linears).all(|(out, inp)| int8::supports(out, inp)) {
+            return false;
+        }
         for layer in &mut self.layers {
             for linear in [&mut layer.qkv, &mut layer.attn_out, &mut layer.inter, &mut layer.out] {
                 linear.quantize();
             }
         }
+        true
     }
 
     /// Hidden states of every token of every sequence, packed: `[Σ len, hidden]` row-major, the

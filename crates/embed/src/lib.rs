@@ -366,7 +366,7 @@ pub fn load_dir_with(dir: &Path, precision: Precision) -> Result<Arc<dyn Embedde
     let model = SentenceTransformer::load(dir)?;
     Ok(Arc::new(match precision {
         Precision::F32 => model,
-        Precision::Int8 => model.into_int8(),
+        Precision::Int8 => model.into_int8()?,
     }))
 }
 

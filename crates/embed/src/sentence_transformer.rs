@@ -184,22 +184,28 @@ impl SentenceTransformer {
 
     /// Switches the matrix products to int8 (`--precision int8`): weights a quarter of the
     /// size, faster where the CPU has AVX-512 VNNI, vectors within a cosine of 0.995 of f32
-    /// (measured: `docs/benchmarks/performance.md`). The name
-    /// and source gain `@int8` and the fingerprint changes, so caches and stores keep the two
-    /// precisions apart and a store built with one is searched with the same one.
-    #[must_use]
-    pub fn into_int8(mut self) -> Self {
+    /// (measured: `docs/benchmarks/performance.md`). The name and source gain `@int8` and the
+    /// fingerprint changes, so caches and stores keep the two precisions apart and a store
+    /// built with one is searched with the same one. A model whose layer sizes the kernel
+    /// cannot pack (not multiples of 32) is refused rather than left in f32 under an int8 name.
+    pub fn into_int8(mut self) -> Result<Self> {
         if self.info.name.ends_with(crate::Precision::INT8_SUFFIX) {
-            return self;
+            return Ok(self);
         }
-        self.model.quantize();
+        if !self.model.quantize() {
+            return Err(Error::Unsupported {
+                path: self.info.source.clone(),
+                message: "int8 needs layer sizes that are multiples of 32; this model's are not"
+                    .into(),
+            });
+        }
         let info = &mut self.info;
         let fingerprint = blake3::hash(format!("{}/int8", info.fingerprint).as_bytes());
         info.fingerprint = fingerprint.to_hex()[..16].to_string();
         info.name.push_str(crate::Precision::INT8_SUFFIX);
         info.source.push_str(crate::Precision::INT8_SUFFIX);
         info.architecture.push_str(", int8 matrix products");
-        self
+        Ok(self)
     }
 
     /// Vector dimension.

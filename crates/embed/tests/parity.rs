@@ -236,7 +236,7 @@ fn minilm_in_int8_stays_within_a_cosine_of_0_995() {
     let dir = models_dir().join("all-MiniLM-L6-v2");
     let f32_model =
         SentenceTransformer::load(&dir).expect("run `ckeep model pull all-MiniLM-L6-v2`");
-    let int8_model = SentenceTransformer::load(&dir).unwrap().into_int8();
+    let int8_model = SentenceTransformer::load(&dir).unwrap().into_int8().unwrap();
     assert_eq!(int8_model.info().name, "all-MiniLM-L6-v2@int8");
     assert_ne!(int8_model.info().fingerprint, f32_model.info().fingerprint);
 
@@ -264,7 +264,7 @@ fn multilingual_e5_in_int8_stays_within_a_cosine_of_0_995() {
     let dir = models_dir().join("multilingual-e5-small");
     let f32_model =
         SentenceTransformer::load(&dir).expect("run `ckeep model pull multilingual-e5-small`");
-    let int8_model = SentenceTransformer::load(&dir).unwrap().into_int8();
+    let int8_model = SentenceTransformer::load(&dir).unwrap().into_int8().unwrap();
     let reference = shared_model_file("reference_embeddings_e5.json");
     for item in reference["items"].as_array().unwrap() {
         let kind = if item["kind"] == "query" { InputKind::Query } else { InputKind::Document };
