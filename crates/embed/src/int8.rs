@@ -64,8 +64,8 @@ pub(crate) fn supports(out: usize, inp: usize) -> bool {
 }
 
 impl QuantLinear {
-    /// Quantises `[out, inp]` row-major weights: each output row to [−63, 63] by its largest
-    /// magnitude, stored plus 64.
+    /// Quantises `[out, inp]` row-major weights: each output row's blocks of 32 inputs to
+    /// [−63, 63] by their largest magnitude, stored plus 64.
     pub(crate) fn new(w: &[f32], bias: Vec<f32>, out: usize, inp: usize) -> Self {
         debug_assert!(supports(out, inp) && w.len() == out * inp);
         let (groups, blocks) = (inp / 4, inp / BLOCK);
@@ -114,6 +114,7 @@ impl QuantLinear {
             });
         #[cfg(target_arch = "x86_64")]
         let avx512 = V4::try_new().filter(|_| ckeep_index::avx512_allowed());
+        #[cfg(target_arch = "x86_64")]
         let avx2 = V3::try_new();
         #[cfg(target_arch = "x86_64")]
         let vnni = avx512.is_some() && std::arch::is_x86_feature_detected!("avx512vnni");
