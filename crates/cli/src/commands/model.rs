@@ -90,14 +90,16 @@ fn info(args: &ModelInfoArgs, out: &Output) -> anyhow::Result<ExitCode> {
     let model = ckeep_embed::load(&args.model)?;
     let info = model.info();
     let verified = if args.verify {
-        let known = registry::known(&info.name).ok_or_else(|| {
+        // An int8 model is the f32 files quantised as they load: those files are checked.
+        let (name, _) = ckeep_embed::Precision::split(&info.name);
+        let known = registry::known(name).ok_or_else(|| {
             anyhow::anyhow!(
-                "no known checksum for `{}`; --verify works for {}",
-                info.name,
+                "no known checksum for `{name}`; --verify works for {}",
                 KNOWN.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
             )
         })?;
-        registry::verify(known, std::path::Path::new(&info.source))?;
+        let (dir, _) = ckeep_embed::Precision::split(&info.source);
+        registry::verify(known, std::path::Path::new(dir))?;
         Some(true)
     } else {
         None

@@ -271,6 +271,10 @@ fn int8_stores_record_their_precision_and_search_in_english_and_chinese() {
     );
     assert!(!res["results"].as_array().unwrap().is_empty());
     assert_eq!(json(&store, &["stats"])["manifest"]["model"], "all-MiniLM-L6-v2@int8");
+    // The int8 model is the f32 files, quantised as they load: --verify checks those.
+    let info = json(&store, &["model", "info", "all-MiniLM-L6-v2@int8", "--verify"]);
+    assert_eq!(info["sha256_verified"], true);
+    assert_eq!(info["model"]["architecture"], "bert, int8 matrix products");
     assert!(run(&store, &["check"]).status.success());
 
     let zh = dir.path().join("zh");
