@@ -53,11 +53,17 @@ for _ in range(50):
     lat.append((time.perf_counter() - t) * 1e3)
 torch_lat = sorted(lat)[25]
 
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags, from /proc/cpuinfo."""
+    lines = open("/proc/cpuinfo").read().splitlines()
+    return set(next((l.split(":", 1)[1].split() for l in lines if l.startswith("flags")), []))
+
+
 def cpu_level() -> str:
     """The CPU's model and x86-64 feature level, from /proc/cpuinfo."""
     info = open("/proc/cpuinfo").read()
     model_name = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), "?")
-    flags = set(next((l.split(":", 1)[1].split() for l in info.splitlines() if l.startswith("flags")), []))
+    flags = cpu_flags()
     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
         level = "x86-64-v4 (AVX-512)"
     elif {"avx2", "fma", "bmi2"} <= flags:
@@ -71,8 +77,7 @@ def our_kernels() -> str:
     """What ckeep's two kinds of kernels run here: faer's f32 matrix products pick AVX-512 on
     any CPU that has it; our own (int8 products, element-wise passes) also, unless capped by
     CKEEP_SIMD=avx2."""
-    flags = set(next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo").read().splitlines()
-                      if l.startswith("flags")), []))
+    flags = cpu_flags()
     faer = "AVX-512" if "avx512f" in flags else "AVX2+FMA"
     if os.environ.get("CKEEP_SIMD") == "avx2" or "avx512bw" not in flags:
         own = "AVX2 (capped by CKEEP_SIMD=avx2)" if "avx512bw" in flags else "AVX2"

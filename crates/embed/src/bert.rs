@@ -71,7 +71,7 @@ impl Linear {
     fn quantize(&mut self) {
         if self.int8.is_none() {
             let w = std::mem::take(&mut self.w);
-            self.int8 = Some(QuantLinear::new(&w, self.b.clone(), self.out, self.inp));
+            self.int8 = Some(QuantLinear::new(&w, self.out, self.inp));
         }
     }
 }
@@ -384,7 +384,7 @@ const ROWS_PER_TASK: usize = 64;
 /// `out = x · Wᵀ + b (+ residual)`, all row-major.
 fn linear(x: &[f32], l: &Linear, out: &mut [f32], residual: Option<&[f32]>) {
     if let Some(q) = &l.int8 {
-        return q.forward(x, out, residual);
+        return q.forward(x, &l.b, out, residual);
     }
     let n = x.len() / l.inp;
     let block = ROWS_PER_TASK * l.out;

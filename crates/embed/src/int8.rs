@@ -52,7 +52,6 @@ pub(crate) struct QuantLinear {
     /// Per panel, block of inputs and output column (in that order): the weight scale
     /// (`w ≈ (q − 64) · scale`). Scales per block of 32 make up for the seventh bit.
     scale: Vec<f32>,
-    bias: Vec<f32>,
     inp: usize,
     out: usize,
 }
@@ -66,7 +65,7 @@ pub(crate) fn supports(out: usize, inp: usize) -> bool {
 impl QuantLinear {
     /// Quantises `[out, inp]` row-major weights: each output row's blocks of 32 inputs to
     /// [−63, 63] by their largest magnitude, stored plus 64.
-    pub(crate) fn new(w: &[f32], bias: Vec<f32>, out: usize, inp: usize) -> Self {
+    pub(crate) fn new(w: &[f32], out: usize, inp: usize) -> Self {
         debug_assert!(supports(out, inp) && w.len() == out * inp);
         let (groups, blocks) = (inp / 4, inp / BLOCK);
         let mut q = vec![0i8; out * inp];
@@ -90,11 +89,17 @@ impl QuantLinear {
                 }
             }
         }
-        Self { packed, scale, bias, inp, out }
+        Self { packed, scale, inp, out }
     }
 
     /// `out = x · Wᵀ + b (+ residual)` for `x` `[n, inp]` row-major.
-    pub(crate) fn forward(&self, x: &[f32], out: &mut [f32], residual: Option<&[f32]>) {
+    pub(crate) fn forward(
+        &self,
+        x: &[f32],
+        bias: &[f32],
+        out: &mut [f32],
+        residual: Option<&[f32]>,
+    ) {
         let n = x.len() / self.inp;
         let (groups, blocks) = (self.inp / 4, self.inp / BLOCK);
         // Four quantised activations per i32, so one load broadcasts them.
@@ -125,6 +130,7 @@ impl QuantLinear {
                 xq: &xq[first * groups..(first + count) * groups],
                 xs: &xs[first * blocks..(first + count) * blocks],
                 xo: &xo[first * blocks..(first + count) * blocks],
+                bias,
                 residual: residual.map(|r| &r[first * self.out..(first + count) * self.out]),
             };
             #[cfg(target_arch = "x86_64")]
@@ -332,7 +338,7 @@ impl QuantLinear {
             }
             for panel in 0..self.out / PANEL {
                 let cols = panel * PANEL..(panel + 1) * PANEL;
-                let bias = &self.bias[cols.clone()];
+                let bias = &job.bias[cols.clone()];
                 let products = tile(a, panel);
                 for (r, products) in products.iter().take(rows).enumerate() {
                     let at = (first + r) * self.out + cols.start;
@@ -352,11 +358,12 @@ impl QuantLinear {
 }
 
 /// One task's share: its token rows' quantised activations, their scales and offset shares,
-/// and the residual rows.
+/// the layer's bias (kept once, in the f32 layer) and the residual rows.
 struct Rows<'a> {
     xq: &'a [i32],
     xs: &'a [f32],
     xo: &'a [i32],
+    bias: &'a [f32],
     residual: Option<&'a [f32]>,
 }
 
@@ -454,7 +461,7 @@ mod tests {
     #[test]
     fn every_simd_tile_equals_the_scalar_reference() {
         let (out, inp) = (32, 384);
-        let layer = QuantLinear::new(&values(out * inp, 1), vec![0.0; out], out, inp);
+        let layer = QuantLinear::new(&values(out * inp, 1), out, inp);
         let x = values(TILE_ROWS * inp, 2);
         let mut xq = vec![0i32; TILE_ROWS * inp / 4];
         let mut xs = vec![0f32; TILE_ROWS * inp / BLOCK];
@@ -489,14 +496,14 @@ mod tests {
     fn products_equal_f32_products_of_the_quantised_values_at_every_batch_size() {
         let (out, inp) = (48, 96);
         let (w, b) = (values(out * inp, 3), values(out, 4));
-        let layer = QuantLinear::new(&w, b.clone(), out, inp);
+        let layer = QuantLinear::new(&w, out, inp);
         let wd = dequantized(&w, 63.0);
         for n in [1, 3, 4, 5, 9, 70, 131] {
             let x = values(n * inp, 5 + n as u64);
             let xd = dequantized(&x, 127.0);
             let residual = values(n * out, 6);
             let mut got = vec![0f32; n * out];
-            layer.forward(&x, &mut got, Some(&residual));
+            layer.forward(&x, &b, &mut got, Some(&residual));
             for t in 0..n {
                 for o in 0..out {
                     let dot: f64 = (0..inp)
