@@ -18,6 +18,7 @@ mod analyzer;
 mod bm25;
 mod fusion;
 mod hnsw;
+mod quant;
 mod vector;
 
 pub use aggregate::{Aggregation, DocHit};
@@ -25,6 +26,7 @@ pub use analyzer::Analyzer;
 pub use bm25::{Bm25, TermExplanation, TitleField};
 pub use fusion::{FusedParts, Fusion, RRF_K};
 pub use hnsw::{Hnsw, HnswParams};
+pub use quant::{Codes, Quantization};
 pub use vector::{avx512_allowed, dot, dot_all, dot_rows, simd};
 
 /// Invalid retrieval parameters (always the user's error).
