@@ -31,6 +31,11 @@ pub struct Manifest {
     /// added with `--fields title,text`); `None`: plain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_repr: Option<String>,
+    /// How each listed representation's vectors are held in memory for search (`int8`,
+    /// `binary`); a representation not listed is held as float32. The stored vectors stay
+    /// float32 either way, for rescoring.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub quantize: std::collections::BTreeMap<String, String>,
     /// The `ckeep` version that created the store.
     pub created_by: String,
 }

@@ -207,27 +207,65 @@ impl StoreRead for SqliteStore {
     }
 
     fn vectors(&self, repr: &str) -> Result<VectorMatrix> {
+        let mut m = VectorMatrix::default();
+        self.each_vector(repr, &mut |chunk, doc, v| {
+            m.dim = v.len();
+            m.ids.push(chunk);
+            m.docs.push(doc);
+            m.data.extend_from_slice(v);
+        })?;
+        Ok(m)
+    }
+
+    fn each_vector(&self, repr: &str, each: &mut dyn FnMut(ChunkId, DocKey, &[f32])) -> Result<()> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT chunk, doc, vec FROM vectors WHERE repr = ?1 ORDER BY chunk")?;
         let mut rows = stmt.query([repr])?;
-        let mut m = VectorMatrix::default();
+        let mut dim = None;
+        let mut v = Vec::new();
         while let Some(r) = rows.next()? {
             let bytes = r.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
-            let dim = bytes.len() / 4;
-            if m.ids.is_empty() {
-                m.dim = dim;
-            } else if dim != m.dim {
+            if *dim.get_or_insert(bytes.len() / 4) != bytes.len() / 4 {
                 return Err(Error::InvalidWrite {
                     doc: format!("key {}", r.get::<_, i64>(1)?),
-                    reason: format!("representation `{repr}` mixes {} and {dim} dimensions", m.dim),
+                    reason: format!(
+                        "representation `{repr}` mixes {} and {} dimensions",
+                        dim.unwrap_or_default(),
+                        bytes.len() / 4
+                    ),
                 });
             }
-            m.ids.push(ChunkId(r.get(0)?));
-            m.docs.push(DocKey(r.get(1)?));
-            m.data.extend(
-                bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            );
+            v.clear();
+            v.extend(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+            each(ChunkId(r.get(0)?), DocKey(r.get(1)?), &v);
+        }
+        Ok(())
+    }
+
+    fn vectors_of(&self, repr: &str, ids: &[ChunkId]) -> Result<VectorMatrix> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT doc, vec FROM vectors WHERE repr = ?1 AND chunk = ?2")?;
+        let mut m = VectorMatrix::default();
+        for &id in ids {
+            let mut rows = stmt.query(rusqlite::params![repr, id.0])?;
+            if let Some(r) = rows.next()? {
+                let bytes = r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
+                if m.ids.is_empty() {
+                    m.dim = bytes.len() / 4;
+                } else if bytes.len() / 4 != m.dim {
+                    return Err(Error::InvalidWrite {
+                        doc: format!("key {}", r.get::<_, i64>(0)?),
+                        reason: format!("representation `{repr}` mixes dimensions"),
+                    });
+                }
+                m.ids.push(id);
+                m.docs.push(DocKey(r.get(0)?));
+                m.data.extend(
+                    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                );
+            }
         }
         Ok(m)
     }
