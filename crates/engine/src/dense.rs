@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_embed::{Embedder, InputKind};
@@ -12,7 +12,7 @@ use ckeep_store::{Manifest, ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
 use rayon::prelude::*;
 
 use crate::represent::{Representation, Resolved, Source};
-use crate::{Engine, Error, LoadedMatrix, PLAIN_REPR, Result};
+use crate::{Caches, Engine, Error, Loaded, PLAIN_REPR, Result};
 
 /// Collections with at least this many vectors are searched through the HNSW graph (unless the
 /// strategy says `exact`); below it an exact scan is fast enough and always right.
@@ -67,6 +67,21 @@ fn scan(m: &VectorMatrix, q: &[f32]) -> Vec<ChunkHit> {
         .collect()
 }
 
+/// What [`Engine::load_cached`] keeps per representation: its map among the caches.
+pub(crate) trait Cached: Sized {
+    fn slot(caches: &Caches) -> &HashMap<String, Loaded<Self>>;
+    fn slot_mut(caches: &mut Caches) -> &mut HashMap<String, Loaded<Self>>;
+}
+
+impl Cached for VectorMatrix {
+    fn slot(caches: &Caches) -> &HashMap<String, Loaded<Self>> {
+        &caches.dense
+    }
+    fn slot_mut(caches: &mut Caches) -> &mut HashMap<String, Loaded<Self>> {
+        &mut caches.dense
+    }
+}
+
 /// Checks `embedder` against the model recorded in `manifest` (if any).
 pub(crate) fn check_model(manifest: &Manifest, embedder: &dyn Embedder) -> Result<()> {
     match &manifest.model_fingerprint {
@@ -106,21 +121,32 @@ impl<S: StoreRead> Engine<S> {
     }
 
     /// Chunks scored by cosine similarity to the query vector `q` under a representation: every
-    /// chunk (exact scan), or, for large collections unless `exact`, the best `candidates` found
-    /// through the HNSW graph; only chunks of `allowed` documents when given.
+    /// chunk (exact scan), or, unless the strategy says `exact`, the best `candidates` found
+    /// through the HNSW graph (large collections, no filter) or through the compact codes of a
+    /// quantised representation (rescored); only chunks of `allowed` documents when given.
     pub(crate) fn dense_hits(
         &self,
         q: &[f32],
         repr: &Resolved,
         candidates: usize,
-        exact: bool,
+        strategy: &crate::Strategy,
         allowed: Option<&HashSet<DocKey>>,
     ) -> Result<Vec<ChunkHit>> {
-        if let Source::Stored(name) = &repr.source
-            && self.store.searches_vectors()
-            && let Some(hits) = self.store_hits(q, name, candidates, exact, allowed)?
-        {
-            return Ok(hits);
+        let exact = strategy.exact || allowed.is_some();
+        if let Source::Stored(name) = &repr.source {
+            if self.store.searches_vectors()
+                && let Some(hits) = self.store_hits(q, name, candidates, exact, allowed)?
+            {
+                return Ok(hits);
+            }
+            let kind = crate::quantized::quantization_of(&self.store.manifest()?, name)?;
+            if kind != ckeep_index::Quantization::None && !strategy.exact {
+                let rescoring = crate::quantized::Rescoring {
+                    oversample: strategy.oversample,
+                    rescore: strategy.rescore,
+                };
+                return self.quantized_hits(q, name, kind, candidates, rescoring, allowed);
+            }
         }
         let (m, generation, stale) = self.matrix(repr)?;
         if m.is_empty() {
@@ -221,28 +247,52 @@ impl<S: StoreRead> Engine<S> {
     /// generation they were read at and whether that is not the store's now (then hits must be
     /// checked against the store, see [`Engine::live_hits`]).
     pub(crate) fn matrix(&self, repr: &Resolved) -> Result<(Arc<VectorMatrix>, u64, bool)> {
-        // The generation and the vectors from one snapshot.
+        self.load_cached(&repr.key, || self.load_matrix(repr))
+    }
+
+    /// The value of type `T` (vectors, codes) cached under `key`, loaded by `load`
+    /// once per store generation — or, with a refresh interval, at most once per interval —
+    /// with the generation it was read at and whether that is not the store's now.
+    pub(crate) fn load_cached<T: Cached>(
+        &self,
+        key: &str,
+        load: impl FnOnce() -> Result<T>,
+    ) -> Result<(Arc<T>, u64, bool)> {
+        // The generation and the value from one snapshot.
         let _snapshot = ReadSnapshot::begin(&self.store)?;
         let current = self.store.generation()?;
         let cached = || {
             let caches = self.caches.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-            caches.dense.get(&repr.key).cloned()
+            T::slot(&caches).get(key).cloned()
         };
         // Reuse: current; or newer than this (old) snapshot; or within the refresh interval,
         // or while another query reloads.
-        let reusable = |l: &LoadedMatrix| {
+        let reusable = |l: &Loaded<T>| {
             l.generation >= current
                 || self
                     .refresh_interval
                     .is_some_and(|i| l.at.elapsed() < i || self.loading.try_lock().is_err())
         };
         if let Some(l) = cached().filter(reusable) {
-            return Ok((l.matrix, l.generation, l.generation != current));
+            return Ok((l.value, l.generation, l.generation != current));
         }
         let _loading = self.loading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(l) = cached().filter(|l| l.generation >= current) {
-            return Ok((l.matrix, l.generation, l.generation != current));
+            return Ok((l.value, l.generation, l.generation != current));
         }
+        let value = Arc::new(load()?);
+        let loaded = Loaded {
+            value: Arc::clone(&value),
+            generation: current,
+            at: std::time::Instant::now(),
+        };
+        let mut caches = self.caches.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        T::slot_mut(&mut caches).insert(key.to_string(), loaded);
+        Ok((value, current, false))
+    }
+
+    /// A representation's vectors read (or derived) from the store, normalised.
+    fn load_matrix(&self, repr: &Resolved) -> Result<VectorMatrix> {
         let m = match &repr.source {
             Source::Stored(name) => self.store.vectors(name)?,
             Source::SummaryAvg { alpha, summary } => {
@@ -260,24 +310,13 @@ impl<S: StoreRead> Engine<S> {
         if m.dim > 0 {
             m.data.par_chunks_mut(m.dim).for_each(ckeep_embed::normalize);
         }
-        let m = Arc::new(m);
-        let loaded = LoadedMatrix {
-            matrix: Arc::clone(&m),
-            generation: current,
-            at: std::time::Instant::now(),
-        };
-        self.caches
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .dense
-            .insert(repr.key.clone(), loaded);
-        Ok((m, current, false))
+        Ok(m)
     }
 
     /// Of hits from vectors read at another generation than the snapshot's, the best `keep`
     /// whose chunks the snapshot still has (chunk ids are never reused, so a chunk that exists
     /// is the one the vector was made from).
-    fn live_hits(&self, mut hits: Vec<ChunkHit>, keep: usize) -> Result<Vec<ChunkHit>> {
+    pub(crate) fn live_hits(&self, mut hits: Vec<ChunkHit>, keep: usize) -> Result<Vec<ChunkHit>> {
         hits = top_k(hits, keep);
         let ids: Vec<ChunkId> = hits.iter().map(|h| h.chunk).collect();
         let live: HashSet<ChunkId> = self.store.live_chunks(&ids)?.into_iter().collect();
@@ -304,6 +343,12 @@ impl<S: StoreRead> Engine<S> {
             return Ok(builds);
         }
         for name in manifest.representations.iter().filter(|r| !r.starts_with("summary:")) {
+            // A quantised representation is searched through its codes, not a graph.
+            if crate::quantized::quantization_of(&manifest, name)?
+                != ckeep_index::Quantization::None
+            {
+                continue;
+            }
             let repr =
                 Resolved { key: name.clone(), source: Source::Stored(name.clone()), field: None };
             let (m, _, _) = self.matrix(&repr)?;

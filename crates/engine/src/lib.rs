@@ -30,6 +30,7 @@ mod ingest;
 mod lexical;
 mod models;
 mod pair_model;
+mod quantized;
 mod represent;
 mod rerank;
 mod search;
@@ -228,19 +229,28 @@ pub struct Engine<S> {
 #[derive(Debug, Default)]
 struct Caches {
     /// Each representation's vectors, normalised, loaded (or derived) on its first dense query.
-    dense: HashMap<String, LoadedMatrix>,
+    dense: HashMap<String, Loaded<VectorMatrix>>,
+    /// The compact codes of each quantised representation, loaded on its first dense query.
+    codes: HashMap<String, Loaded<quantized::CodeMatrix>>,
     /// The HNSW graph over those vectors (by the generation of the vectors), for large
     /// collections; `None` when the stored one is stale and the engine waits for the background
     /// index.
     ann: HashMap<String, (u64, Option<Arc<ckeep_index::Hnsw>>)>,
 }
 
-/// One representation's vectors as of a store generation.
-#[derive(Debug, Clone)]
-struct LoadedMatrix {
-    matrix: Arc<VectorMatrix>,
+/// Something loaded from the store (one representation's vectors or codes) as of a store
+/// generation.
+#[derive(Debug)]
+struct Loaded<T> {
+    value: Arc<T>,
     generation: u64,
     at: std::time::Instant,
+}
+
+impl<T> Clone for Loaded<T> {
+    fn clone(&self) -> Self {
+        Self { value: Arc::clone(&self.value), generation: self.generation, at: self.at }
+    }
 }
 
 impl<S> Engine<S> {

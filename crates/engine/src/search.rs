@@ -375,9 +375,9 @@ impl<S: StoreRead> Engine<S> {
         allowed: Option<&HashSet<DocKey>>,
     ) -> Result<Scored> {
         let candidates = candidates(strategy);
-        let exact = strategy.exact || allowed.is_some();
         if strategy.mode == Mode::Dense {
-            let hits = self.dense_hits(q.unwrap_or_default(), repr, candidates, exact, allowed)?;
+            let hits =
+                self.dense_hits(q.unwrap_or_default(), repr, candidates, strategy, allowed)?;
             return Ok(Scored { hits, dense_only: true, ..Scored::default() });
         }
         let (terms, _) = analyzer.term_counts(query);
@@ -406,7 +406,7 @@ impl<S: StoreRead> Engine<S> {
         let mut fused = None;
         if let Mode::Hybrid(fusion) = strategy.mode {
             let dense_hits =
-                self.dense_hits(q.unwrap_or_default(), repr, candidates, exact, allowed)?;
+                self.dense_hits(q.unwrap_or_default(), repr, candidates, strategy, allowed)?;
             let (f, parts) = fusion.fuse(hits, dense_hits, candidates);
             hits = f;
             fused = Some(parts);

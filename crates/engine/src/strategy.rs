@@ -18,7 +18,7 @@ use crate::represent::{Representation, parse_list};
 use crate::summarize::Summarizer;
 
 /// Keys of the spec.
-const KEYS: [&str; 16] = [
+const KEYS: [&str; 18] = [
     "chunker",
     "analyzer",
     "model",
@@ -32,6 +32,8 @@ const KEYS: [&str; 16] = [
     "agg",
     "expand",
     "exact",
+    "oversample",
+    "rescore",
     "k",
     "rerank",
     "rerank_k",
@@ -82,8 +84,15 @@ pub struct Strategy {
     pub k: usize,
     /// How each result grows into its context after ranking (default none).
     pub expand: Expansion,
-    /// Exact dense scan even where an HNSW graph would be used (default false).
+    /// Exact dense scan even where an HNSW graph or quantised codes would be used (default
+    /// false).
     pub exact: bool,
+    /// Candidates of a quantised representation rescored per result (default: 2 for int8, 5
+    /// for binary).
+    pub oversample: Option<usize>,
+    /// Whether a quantised representation's candidates are rescored with their float32
+    /// vectors (default true).
+    pub rescore: bool,
     /// The representations searched; several are fused by RRF at document level. Empty: the
     /// store's default (`plain`, or what `--fields` chose), filled in when the search runs.
     pub repr: Vec<Representation>,
@@ -98,6 +107,9 @@ pub struct Strategy {
 
 /// Largest `k` accepted.
 pub const MAX_K: usize = 10_000;
+
+/// Largest `oversample` accepted: beyond it rescoring reads more vectors than a scan would.
+const MAX_OVERSAMPLE: usize = 1_000;
 
 /// Parts of a strategy given one by one (command-line flags, keyword arguments), each
 /// replacing the spec's part when present.
@@ -158,6 +170,8 @@ impl Default for Strategy {
             k: 10,
             expand: Expansion::None,
             exact: false,
+            oversample: None,
+            rescore: true,
             repr: Vec::new(),
             summarizer: None,
             rerank: None,
@@ -188,7 +202,11 @@ expand=window:W|parent|doc|merge:R
                after ranking, grow each hit: W sentences each side, its parent chunk, the
                whole document, or auto-merge into parents when more than R of their children
                are hits (the parent keeps its best child's score); overlaps merged
-exact=true     exact dense scan even for collections searched by HNSW (20,000+ vectors)
+exact=true     exact dense scan even for collections searched by HNSW (20,000+ vectors) or
+               held quantised (see `ckeep add --quantize`)
+oversample=N   a quantised representation's best N × k candidates are rescored with their
+               float32 vectors (default 2 for int8, 5 for binary)
+rescore=false  rank by the quantised codes alone (faster, less exact)
 repr=R[+R…]    representation(s) searched (default: the store's, plain unless it was added with
                --fields title,text; see `ckeep add --help`); several
                are fused by reciprocal rank at document level (needs level=doc)
@@ -319,6 +337,12 @@ impl fmt::Display for Strategy {
         if self.exact {
             f.write_str(",exact=true")?;
         }
+        if let Some(n) = self.oversample {
+            write!(f, ",oversample={n}")?;
+        }
+        if !self.rescore {
+            f.write_str(",rescore=false")?;
+        }
         if !self.repr.is_empty() {
             write!(f, ",repr={}", self.repr_spec())?;
         }
@@ -376,14 +400,20 @@ impl FromStr for Strategy {
                 "model" if value.is_empty() => return Err(err("model= needs a name".into())),
                 "model" => s.model = Some(value),
                 "expand" => s.expand = value.parse().map_err(err)?,
-                "exact" => {
-                    s.exact = match value.as_str() {
+                "exact" | "rescore" => {
+                    let flag = match value.as_str() {
                         "true" => true,
                         "false" => false,
                         _ => {
-                            return Err(err(format!("exact must be true or false, got `{value}`")));
+                            return Err(err(format!("{key} must be true or false, got `{value}`")));
                         }
                     };
+                    if key == "exact" { s.exact = flag } else { s.rescore = flag }
+                }
+                "oversample" => {
+                    s.oversample = Some(value.parse().ok().filter(|n| (1..=MAX_OVERSAMPLE).contains(n)).ok_or_else(|| {
+                        err(format!("oversample must be a whole number from 1 to {MAX_OVERSAMPLE}, got `{value}`"))
+                    })?);
                 }
                 "level" => s.level = value.parse().map_err(err)?,
                 key if LexicalParams::KEYS.contains(&key) => {

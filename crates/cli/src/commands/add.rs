@@ -85,6 +85,7 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     }
     let report = ingest.finish_with(&mut stage_progress(&bar))?;
     bar.finish_and_clear();
+    quantize(&mut engine, args)?;
     let seconds = started.elapsed().as_secs_f64();
     let model = engine.embedder().map(|e| e.info().clone());
     let analyzer = engine.analyzer()?;
@@ -221,6 +222,7 @@ fn derive_only(
     };
     let mut report = ingest.finish_with(&mut stage_progress(&bar))?;
     bar.finish_and_clear();
+    quantize(&mut engine, args)?;
     if let Some(stage) = adopted.filter(|s| s.documents > 0) {
         report.vectors += stage.vectors;
         report.derived.insert(0, stage);
@@ -241,6 +243,14 @@ fn require(ingest: &mut ckeep_engine::Ingest<'_, DynStore>, args: &AddArgs) -> a
     ingest.require(&reprs, &args.summarizer)?;
     if let Some(f) = args.fields {
         ingest.set_default_repr(f.representation())?;
+    }
+    Ok(())
+}
+
+/// Records `--quantize` in the store, once the representations it names exist.
+fn quantize(engine: &mut ckeep_engine::Engine<DynStore>, args: &AddArgs) -> anyhow::Result<()> {
+    for (repr, kind) in &args.quantize {
+        engine.set_quantization(repr.as_deref(), *kind)?;
     }
     Ok(())
 }

@@ -1,0 +1,187 @@
+//! Dense search over quantised vectors: a representation marked `int8` or `binary` in the
+//! manifest is held in memory as compact codes only (a quarter or a thirty-second of float32);
+//! a query scans the codes, then rescores the best `oversample × candidates` exactly with
+//! their float32 vectors read from the store — as Qdrant's quantisation does — unless the
+//! strategy says `rescore=false`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use ckeep_core::{ChunkHit, ChunkId, DocKey};
+use ckeep_index::{Codes, Quantization, dot_all, top_k};
+use ckeep_store::{Manifest, StoreRead, StoreWrite};
+
+use crate::dense::Cached;
+use crate::{Caches, Engine, Error, Loaded, Result};
+
+/// A representation's vectors as compact codes, with the chunk and document of each row.
+#[derive(Debug)]
+pub(crate) struct CodeMatrix {
+    ids: Vec<ChunkId>,
+    docs: Vec<DocKey>,
+    codes: Codes,
+}
+
+impl Cached for CodeMatrix {
+    fn slot(caches: &Caches) -> &HashMap<String, Loaded<Self>> {
+        &caches.codes
+    }
+    fn slot_mut(caches: &mut Caches) -> &mut HashMap<String, Loaded<Self>> {
+        &mut caches.codes
+    }
+}
+
+/// How a dense search treats quantised vectors (the strategy's `oversample` and `rescore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rescoring {
+    /// Candidates rescored per result (`None`: the quantisation's default).
+    pub oversample: Option<usize>,
+    /// Whether candidates are rescored with their float32 vectors at all.
+    pub rescore: bool,
+}
+
+/// The quantisation `manifest` records for stored representation `name`.
+pub(crate) fn quantization_of(manifest: &Manifest, name: &str) -> Result<Quantization> {
+    manifest.quantize.get(name).map_or(Ok(Quantization::None), |q| {
+        q.parse().map_err(|e: ckeep_index::Error| {
+            Error::Invalid(format!("the store's manifest quantizes `{name}` oddly: {e}"))
+        })
+    })
+}
+
+impl<S: StoreRead> Engine<S> {
+    /// The codes of stored representation `name`, normalised then quantised row by row as
+    /// they stream from the store (the float32 matrix is never held whole).
+    fn codes(&self, name: &str, kind: Quantization) -> Result<(Arc<CodeMatrix>, u64, bool)> {
+        let key = format!("{name}@{kind}");
+        self.load_cached(&key, || {
+            let mut m: Option<CodeMatrix> = None;
+            let mut row = Vec::new();
+            self.store.each_vector(name, &mut |chunk, doc, v| {
+                let m = m.get_or_insert_with(|| CodeMatrix {
+                    ids: Vec::new(),
+                    docs: Vec::new(),
+                    codes: Codes::new(kind, v.len()).unwrap_or_default(),
+                });
+                row.clear();
+                row.extend_from_slice(v);
+                ckeep_embed::normalize(&mut row);
+                m.ids.push(chunk);
+                m.docs.push(doc);
+                m.codes.push(&row);
+            })?;
+            Ok(m.unwrap_or(CodeMatrix {
+                ids: Vec::new(),
+                docs: Vec::new(),
+                codes: Codes::new(kind, 0).unwrap_or_default(),
+            }))
+        })
+    }
+
+    /// The best `candidates` chunks for `q` under quantised representation `name`: the codes'
+    /// best `oversample × candidates`, rescored exactly unless `rescoring` says not.
+    pub(crate) fn quantized_hits(
+        &self,
+        q: &[f32],
+        name: &str,
+        kind: Quantization,
+        candidates: usize,
+        rescoring: Rescoring,
+        allowed: Option<&HashSet<DocKey>>,
+    ) -> Result<Vec<ChunkHit>> {
+        let (m, _, stale) = self.codes(name, kind)?;
+        if m.ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        if m.codes.dim() != q.len() {
+            return Err(Error::Invalid(format!(
+                "the store's vectors have {} dimensions, the query's {}",
+                m.codes.dim(),
+                q.len()
+            )));
+        }
+        let oversample = rescoring.oversample.unwrap_or_else(|| kind.default_oversample());
+        let wanted =
+            if rescoring.rescore { candidates.saturating_mul(oversample) } else { candidates };
+        let keep = |row: usize| allowed.is_none_or(|a| a.contains(&m.docs[row]));
+        let found = m.codes.nearest(q, wanted, keep);
+        if !rescoring.rescore {
+            let hits = found
+                .into_iter()
+                .map(|(row, score)| ChunkHit {
+                    chunk: m.ids[row as usize],
+                    doc: m.docs[row as usize],
+                    score,
+                })
+                .collect();
+            return if stale { self.live_hits(hits, candidates) } else { Ok(hits) };
+        }
+        // Only chunks still stored come back, so this is also the liveness check.
+        let ids: Vec<ChunkId> = found.iter().map(|&(row, _)| m.ids[row as usize]).collect();
+        let mut exact = self.store.vectors_of(name, &ids)?;
+        if exact.is_empty() {
+            return Ok(Vec::new());
+        }
+        exact.data.chunks_mut(exact.dim).for_each(ckeep_embed::normalize);
+        let hits = dot_all(&exact.data, exact.dim, q)
+            .into_iter()
+            .enumerate()
+            .map(|(i, score)| ChunkHit { chunk: exact.ids[i], doc: exact.docs[i], score })
+            .collect();
+        Ok(top_k(hits, candidates))
+    }
+
+    /// Bytes the codes of each quantised representation loaded so far take in memory.
+    pub fn quantized_memory(&self) -> Vec<(String, usize)> {
+        let caches = self.caches.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all: Vec<(String, usize)> = caches
+            .codes
+            .iter()
+            .map(|(k, l)| (k.clone(), l.value.codes.memory() + 16 * l.value.ids.len()))
+            .collect();
+        all.sort();
+        all
+    }
+}
+
+impl<S: StoreWrite> Engine<S> {
+    /// Holds stored representation `repr` (`None`: every one the store has) as `kind` in
+    /// memory for dense search, recorded in the manifest so every reader does the same.
+    /// Summary representations are document-level and few, so they stay float32.
+    pub fn set_quantization(&mut self, repr: Option<&str>, kind: Quantization) -> Result<()> {
+        let mut manifest = self.store.manifest()?;
+        let names: Vec<String> = match repr {
+            Some(r) if manifest.representations.iter().any(|n| n == r) => vec![r.to_string()],
+            Some(r) => {
+                return Err(Error::Invalid(format!(
+                    "the store has no stored representation `{r}` to quantize (it has: {})",
+                    manifest.representations.join(", ")
+                )));
+            }
+            None => manifest
+                .representations
+                .iter()
+                .filter(|r| !r.starts_with("summary:"))
+                .cloned()
+                .collect(),
+        };
+        if names.is_empty() && kind != Quantization::None {
+            return Err(Error::Invalid(
+                "the store has no vectors to quantize: add its documents with --model NAME".into(),
+            ));
+        }
+        let before = manifest.clone();
+        for name in names {
+            match kind {
+                Quantization::None => manifest.quantize.remove(&name),
+                Quantization::Int8 | Quantization::Binary => {
+                    manifest.quantize.insert(name, kind.to_string())
+                }
+            };
+        }
+        if manifest != before {
+            self.store.set_manifest(&manifest)?;
+        }
+        Ok(())
+    }
+}
