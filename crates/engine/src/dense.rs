@@ -134,18 +134,23 @@ impl<S: StoreRead> Engine<S> {
     ) -> Result<Vec<ChunkHit>> {
         let exact = strategy.exact || allowed.is_some();
         if let Source::Stored(name) = &repr.source {
-            if self.store.searches_vectors()
-                && let Some(hits) = self.store_hits(q, name, candidates, exact, allowed)?
-            {
-                return Ok(hits);
-            }
-            let kind = crate::quantized::quantization_of(&self.store.manifest()?, name)?;
+            // Quantised: our own scan of the codes, whatever the store (a PostgreSQL store
+            // then serves the candidates' float32 vectors for rescoring).
+            let kind = match strategy.quantize {
+                Some(kind) => kind,
+                None => crate::quantized::quantization_of(&self.store.manifest()?, name)?,
+            };
             if kind != ckeep_index::Quantization::None && !strategy.exact {
                 let rescoring = crate::quantized::Rescoring {
                     oversample: strategy.oversample,
                     rescore: strategy.rescore,
                 };
                 return self.quantized_hits(q, name, kind, candidates, rescoring, allowed);
+            }
+            if self.store.searches_vectors()
+                && let Some(hits) = self.store_hits(q, name, candidates, exact, allowed)?
+            {
+                return Ok(hits);
             }
         }
         let (m, generation, stale) = self.matrix(repr)?;

@@ -18,7 +18,7 @@ use crate::represent::{Representation, parse_list};
 use crate::summarize::Summarizer;
 
 /// Keys of the spec.
-const KEYS: [&str; 18] = [
+const KEYS: [&str; 19] = [
     "chunker",
     "analyzer",
     "model",
@@ -32,6 +32,7 @@ const KEYS: [&str; 18] = [
     "agg",
     "expand",
     "exact",
+    "quantize",
     "oversample",
     "rescore",
     "k",
@@ -87,6 +88,9 @@ pub struct Strategy {
     /// Exact dense scan even where an HNSW graph or quantised codes would be used (default
     /// false).
     pub exact: bool,
+    /// How the searched representation's vectors are held for the scan (`None`: as the store
+    /// says, see `ckeep add --quantize`).
+    pub quantize: Option<ckeep_index::Quantization>,
     /// Candidates of a quantised representation rescored per result (default: 2 for int8, 5
     /// for binary).
     pub oversample: Option<usize>,
@@ -170,6 +174,7 @@ impl Default for Strategy {
             k: 10,
             expand: Expansion::None,
             exact: false,
+            quantize: None,
             oversample: None,
             rescore: true,
             repr: Vec::new(),
@@ -204,6 +209,10 @@ expand=window:W|parent|doc|merge:R
                are hits (the parent keeps its best child's score); overlaps merged
 exact=true     exact dense scan even for collections searched by HNSW (20,000+ vectors) or
                held quantised (see `ckeep add --quantize`)
+quantize=int8|binary|none
+               scan compact codes of the vectors (a quarter or a thirty-second of the
+               RAM), rescoring the best candidates exactly (default: as the store says,
+               see `ckeep add --quantize`)
 oversample=N   a quantised representation's best N × k candidates are rescored with their
                float32 vectors (default 2 for int8, 5 for binary)
 rescore=false  rank by the quantised codes alone (faster, less exact)
@@ -337,6 +346,9 @@ impl fmt::Display for Strategy {
         if self.exact {
             f.write_str(",exact=true")?;
         }
+        if let Some(q) = self.quantize {
+            write!(f, ",quantize={q}")?;
+        }
         if let Some(n) = self.oversample {
             write!(f, ",oversample={n}")?;
         }
@@ -409,6 +421,10 @@ impl FromStr for Strategy {
                         }
                     };
                     if key == "exact" { s.exact = flag } else { s.rescore = flag }
+                }
+                "quantize" => {
+                    s.quantize =
+                        Some(value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?);
                 }
                 "oversample" => {
                     s.oversample = Some(value.parse().ok().filter(|n| (1..=MAX_OVERSAMPLE).contains(n)).ok_or_else(|| {

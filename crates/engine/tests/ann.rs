@@ -1,6 +1,7 @@
-//! HNSW against exact search on real vectors: the 10,033 Wikipedia vital-article summaries cut
-//! into 36,755 sentences and embedded with potion-base-8M (a real model, fast enough for a
-//! test), queried with 100 of the articles' descriptions. Tolerance: recall@10 ≥ 0.95.
+//! HNSW and quantised vectors against exact search on real vectors: the 10,033 Wikipedia
+//! vital-article summaries cut into 36,755 sentences and embedded with potion-base-8M (a real
+//! model, fast enough for a test), queried with 100 of the articles' descriptions. Tolerance:
+//! recall@10 ≥ 0.95 (HNSW, binary codes), ≥ 0.99 (int8 codes).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +9,8 @@ use std::sync::Arc;
 use ckeep_core::Document;
 use ckeep_embed::{CachedEmbedder, Embedder};
 use ckeep_engine::{ANN_MIN_VECTORS, Engine, Mode, SearchRequest, Strategy};
-use ckeep_store::SqliteStore;
+use ckeep_index::Quantization;
+use ckeep_store::{SqliteStore, StoreRead};
 
 fn data_dir() -> PathBuf {
     std::env::var_os("CKEEP_DATA").map_or_else(
@@ -17,9 +19,9 @@ fn data_dir() -> PathBuf {
     )
 }
 
-#[test]
-#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
-fn hnsw_finds_what_exact_search_finds() {
+/// The summaries' sentences in a store under `dir`, embedded with potion-base-8M, and 100
+/// descriptions to query with.
+fn wiki_sentences(dir: &Path) -> (Engine<SqliteStore>, Vec<String>, Arc<dyn Embedder>) {
     let raw =
         std::fs::read_to_string(data_dir().join("wiki_vital_summaries_en/summaries_en-us.json"))
             .unwrap();
@@ -28,9 +30,8 @@ fn hnsw_finds_what_exact_search_finds() {
         ckeep_embed::load("potion-base-8M").expect("ckeep model pull potion-base-8M"),
         None,
     ));
-    let dir = tempfile::tempdir().unwrap();
     let mut engine =
-        Engine::new(SqliteStore::open_or_create(dir.path()).unwrap()).with_embedder(model.clone());
+        Engine::new(SqliteStore::open_or_create(dir).unwrap()).with_embedder(model.clone());
     let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
     let mut queries = Vec::new();
     for (id, v) in &map {
@@ -45,18 +46,62 @@ fn hnsw_finds_what_exact_search_finds() {
     let report = ingest.finish().unwrap();
     assert!(report.vectors as usize >= ANN_MIN_VECTORS, "{} vectors", report.vectors);
     assert!(report.vector_index_built, "a large collection gets a graph at ingest");
-    let search = |engine: &Engine<SqliteStore>, q: &str, exact: bool| -> Vec<i64> {
-        let strategy = Strategy { mode: Mode::Dense, k: 10, exact, ..Strategy::default() };
-        let req = SearchRequest { query: q.to_string(), strategy, explain: false, filter: None };
-        engine.search(&req).unwrap().results.iter().map(|r| r.chunks[0].chunk_id.0).collect()
-    };
+    (engine, queries, model)
+}
+
+/// The top 10 chunk ids of a dense search with `spec`.
+fn top10(engine: &Engine<SqliteStore>, q: &str, spec: &str) -> Vec<i64> {
+    let strategy: Strategy = format!("mode=dense,k=10,{spec}").parse().unwrap();
+    let req = SearchRequest { query: q.to_string(), strategy, explain: false, filter: None };
+    engine.search(&req).unwrap().results.iter().map(|r| r.chunks[0].chunk_id.0).collect()
+}
+
+/// Recall@10 of `spec`'s results against the exact scan's, over `queries`.
+fn recall(engine: &Engine<SqliteStore>, queries: &[String], spec: &str) -> f64 {
     let mut found = 0;
-    for q in &queries {
-        let exact = search(&engine, q, true);
-        let approx = search(&engine, q, false);
+    for q in queries {
+        let exact = top10(engine, q, "exact=true");
+        let approx = top10(engine, q, spec);
         found += exact.iter().filter(|c| approx.contains(c)).count();
     }
-    let recall = found as f64 / (10 * queries.len()) as f64;
+    found as f64 / (10 * queries.len()) as f64
+}
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn quantised_vectors_keep_the_exact_ranking_in_a_fraction_of_the_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, queries, _) = wiki_sentences(dir.path());
+    let n = engine.store().vectors("plain").unwrap().len();
+    let float_bytes = n * 256 * 4;
+    for (kind, floor, memory_ratio) in
+        [(Quantization::Int8, 0.99, 3.0), (Quantization::Binary, 0.95, 5.0)]
+    {
+        engine.set_quantization(None, kind).unwrap();
+        let recall = recall(&engine, &queries, "exact=false");
+        let memory = engine.quantized_memory();
+        let (_, bytes) = memory.iter().find(|(k, _)| k.ends_with(&format!("@{kind}"))).unwrap();
+        eprintln!(
+            "{kind}: recall@10 {recall:.4}, {bytes} bytes for {n} vectors ({float_bytes} as float32)"
+        );
+        assert!(recall >= floor, "{kind}: recall@10 = {recall}");
+        assert!(*bytes as f64 * memory_ratio <= float_bytes as f64, "{kind}: {bytes} bytes");
+    }
+    // Without rescoring, int8 codes alone still rank nearly as the floats do.
+    engine.set_quantization(None, Quantization::Int8).unwrap();
+    let codes_only = recall(&engine, &queries, "rescore=false");
+    assert!(codes_only >= 0.9, "int8 codes alone: recall@10 = {codes_only}");
+}
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn hnsw_finds_what_exact_search_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, queries, model) = wiki_sentences(dir.path());
+    let search = |engine: &Engine<SqliteStore>, q: &str, exact: bool| -> Vec<i64> {
+        top10(engine, q, if exact { "exact=true" } else { "exact=false" })
+    };
+    let recall = recall(&engine, &queries, "exact=false");
     eprintln!("HNSW recall@10 against exact search: {recall:.4} over {} queries", queries.len());
     assert!(recall >= 0.95, "recall@10 = {recall}");
     // A reopened store uses the persisted graph; the same queries give the same results.

@@ -68,6 +68,9 @@ fn quantised_search_ranks_and_scores_as_float32_search_does() {
     assert_eq!(binary, 6 * (256 / 8 + 16), "32 bytes of bits and two ids per chunk");
     engine.set_quantization(None, Quantization::None).unwrap();
     assert!(engine.store().manifest().unwrap().quantize.is_empty());
+    // A strategy can ask for codes the store does not keep, to try them on its vectors.
+    assert_eq!(search(&engine, "water of rivers", "k=6,quantize=int8,oversample=6"), exact);
+    assert_eq!(top(&engine, "烤面包", "k=1,quantize=int8,rescore=false"), "面包");
 }
 
 #[test]
@@ -107,6 +110,7 @@ fn quantising_what_is_not_there_is_a_clear_error() {
     assert!(err.to_string().contains("no vectors to quantize"), "{err}");
     assert!("mode=dense,oversample=0".parse::<Strategy>().is_err());
     assert!("mode=dense,rescore=maybe".parse::<Strategy>().is_err());
-    let s: Strategy = "mode=dense,oversample=4,rescore=false".parse().unwrap();
+    assert!("mode=dense,quantize=int4".parse::<Strategy>().is_err());
+    let s: Strategy = "mode=dense,quantize=binary,oversample=4,rescore=false".parse().unwrap();
     assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s, "round trip through text");
 }

@@ -72,11 +72,13 @@ impl StoreRead for Declining {
     fn vectors(&self, repr: &str) -> Result<VectorMatrix> {
         self.0.vectors(repr)
     }
-    fn each_vector(&self, repr: &str, each: &mut dyn FnMut(ChunkId, DocKey, &[f32])) -> Result<()> {
-        self.0.each_vector(repr, each)
-    }
-    fn vectors_of(&self, repr: &str, ids: &[ChunkId]) -> Result<VectorMatrix> {
-        self.0.vectors_of(repr, ids)
+    fn each_vector(
+        &self,
+        repr: &str,
+        only: Option<&[ChunkId]>,
+        each: &mut dyn FnMut(ChunkId, DocKey, &[f32]),
+    ) -> Result<()> {
+        self.0.each_vector(repr, only, each)
     }
     fn summaries(&self, id: &str) -> Result<Vec<(String, String)>> {
         self.0.summaries(id)

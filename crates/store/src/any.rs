@@ -120,11 +120,13 @@ impl<T: StoreRead + ?Sized> StoreRead for Box<T> {
     fn vectors(&self, repr: &str) -> Result<VectorMatrix> {
         (**self).vectors(repr)
     }
-    fn each_vector(&self, repr: &str, each: &mut dyn FnMut(ChunkId, DocKey, &[f32])) -> Result<()> {
-        (**self).each_vector(repr, each)
-    }
-    fn vectors_of(&self, repr: &str, ids: &[ChunkId]) -> Result<VectorMatrix> {
-        (**self).vectors_of(repr, ids)
+    fn each_vector(
+        &self,
+        repr: &str,
+        only: Option<&[ChunkId]>,
+        each: &mut dyn FnMut(ChunkId, DocKey, &[f32]),
+    ) -> Result<()> {
+        (**self).each_vector(repr, only, each)
     }
     fn summaries(&self, id: &str) -> Result<Vec<(String, String)>> {
         (**self).summaries(id)

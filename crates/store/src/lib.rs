@@ -221,16 +221,16 @@ pub trait StoreRead {
     ) -> Result<(ckeep_core::LexicalStats, Vec<Vec<ckeep_core::Posting>>)>;
     /// All vectors of a representation, in chunk order, as one matrix.
     fn vectors(&self, repr: &str) -> Result<VectorMatrix>;
-    /// Each vector of a representation in chunk order, handed to `each` one at a time, so a
-    /// caller that keeps only a compact code of each never holds them all.
+    /// Each vector of a representation — or only those of the chunks `only` lists (unknown
+    /// ones skipped) — in chunk order, handed to `each` one at a time: a caller that keeps a
+    /// compact code of each never holds them all, and rescoring quantised candidates reads
+    /// just theirs without allocating a matrix.
     fn each_vector(
         &self,
         repr: &str,
+        only: Option<&[ckeep_core::ChunkId]>,
         each: &mut dyn FnMut(ckeep_core::ChunkId, ckeep_core::DocKey, &[f32]),
     ) -> Result<()>;
-    /// The vectors of `ids` under a representation, in the order asked; chunks without one
-    /// (or no longer stored) are skipped. What rescoring quantised candidates reads.
-    fn vectors_of(&self, repr: &str, ids: &[ckeep_core::ChunkId]) -> Result<VectorMatrix>;
     /// A document's summaries `(summarizer, text)`.
     fn summaries(&self, id: &str) -> Result<Vec<(String, String)>>;
     /// Counts and sizes.

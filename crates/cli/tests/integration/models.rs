@@ -296,3 +296,60 @@ fn int8_stores_record_their_precision_and_search_in_english_and_chinese() {
     let (code, _) = fails(&dir.path().join("none"), &["add", docs, "--precision", "int8"]);
     assert_eq!(code, 2);
 }
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models"]
+fn quantized_stores_search_their_codes_in_english_and_chinese() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("en");
+    let docs = squad_articles(dir.path(), 2);
+    let docs = docs.to_str().unwrap();
+    let add = ["add", docs, "--chunker", "paragraphs", "--model", "all-MiniLM-L6-v2"];
+    json(&store, &[&add[..], &["--quantize", "binary"]].concat());
+    assert_eq!(json(&store, &["stats"])["manifest"]["quantize"]["plain"], "binary");
+    let question = "Which team won Super Bowl 50?";
+    let top = |store: &std::path::Path, extra: &[&str]| {
+        let args = [&["search", question, "--mode", "dense", "-k", "1"][..], extra].concat();
+        json(store, &args)["results"][0].clone()
+    };
+    let exact = top(&store, &["--exact"]);
+    assert!(exact["text"].as_str().unwrap().contains("Denver Broncos"), "{exact}");
+    assert_eq!(top(&store, &[]), exact, "rescored: the same chunk with the same score");
+    // Another quantisation for one representation, then float32 again, without inputs.
+    json(&store, &["add", "--quantize", "plain=int8"]);
+    assert_eq!(json(&store, &["stats"])["manifest"]["quantize"]["plain"], "int8");
+    assert_eq!(top(&store, &[]), exact);
+    let codes_only = top(&store, &["--strategy", "rescore=false"]);
+    assert_eq!(codes_only["doc_id"], exact["doc_id"]);
+    json(&store, &["add", "--quantize", "none"]);
+    assert!(json(&store, &["stats"])["manifest"].get("quantize").is_none());
+    assert!(run(&store, &["check"]).status.success());
+    // Clear errors, nothing changed.
+    for (args, says) in [
+        (&["add", "--quantize", "int4"][..], "none, int8 or binary"),
+        (&["add", "--quantize", "contextual:title=int8"][..], "no stored representation"),
+        (&["search", "x", "--mode", "dense", "--strategy", "oversample=0"][..], "oversample"),
+    ] {
+        let (code, err) = fails(&store, args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let bare = dir.path().join("bare");
+    json(&bare, &["add", docs]);
+    let (code, err) = fails(&bare, &["add", "--quantize", "int8"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no vectors to quantize"), "{err}");
+
+    let zh = dir.path().join("zh");
+    let paragraphs = cmrc_paragraphs(dir.path(), 30);
+    let paragraphs = paragraphs.to_str().unwrap();
+    json(&zh, &["add", paragraphs, "--model", "multilingual-e5-small", "--quantize", "int8"]);
+    let question = "《战国无双3》是由哪两个公司合作开发的？";
+    let res = json(&zh, &["search", question, "--mode", "dense", "--level", "doc", "-k", "1"]);
+    assert_eq!(res["results"][0]["doc_id"], "DEV_0", "{res}");
+    let res = json(
+        &zh,
+        &["search", question, "--mode", "hybrid", "--strategy", "quantize=binary", "-k", "1"],
+    );
+    assert_eq!(res["results"][0]["doc_id"], "DEV_0", "{res}");
+}

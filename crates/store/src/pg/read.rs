@@ -312,24 +312,31 @@ impl StoreRead for PgStore {
         matrix(&rows, repr)
     }
 
-    /// Row by row from one result set: a PostgreSQL store searches its vectors itself
-    /// (pgvector), so only derivations stream them, and they are read as one query.
-    fn each_vector(&self, repr: &str, each: &mut dyn FnMut(ChunkId, DocKey, &[f32])) -> Result<()> {
-        let m = self.vectors(repr)?;
+    /// All vectors are read as one result set (a PostgreSQL store searches its vectors with
+    /// pgvector, so only derivations and quantised scans stream them); chosen chunks by one
+    /// query.
+    fn each_vector(
+        &self,
+        repr: &str,
+        only: Option<&[ChunkId]>,
+        each: &mut dyn FnMut(ChunkId, DocKey, &[f32]),
+    ) -> Result<()> {
+        let m = match only {
+            None => self.vectors(repr)?,
+            Some(ids) => {
+                let keys: Vec<i64> = ids.iter().map(|c| c.0).collect();
+                let rows = self.query(
+                    "SELECT chunk, doc, vec FROM ckeep.vectors
+                     WHERE repr = $1 AND chunk = ANY($2) ORDER BY chunk",
+                    &[&repr, &keys],
+                )?;
+                matrix(&rows, repr)?
+            }
+        };
         for i in 0..m.len() {
             each(m.ids[i], m.docs[i], m.row(i));
         }
         Ok(())
-    }
-
-    fn vectors_of(&self, repr: &str, ids: &[ChunkId]) -> Result<VectorMatrix> {
-        let keys: Vec<i64> = ids.iter().map(|c| c.0).collect();
-        let rows = self.query(
-            "SELECT v.chunk, v.doc, v.vec FROM unnest($2::bigint[]) WITH ORDINALITY AS a(chunk, pos)
-             JOIN ckeep.vectors v ON v.repr = $1 AND v.chunk = a.chunk ORDER BY a.pos",
-            &[&repr, &keys],
-        )?;
-        matrix(&rows, repr)
     }
 
     fn summaries(&self, id: &str) -> Result<Vec<(String, String)>> {

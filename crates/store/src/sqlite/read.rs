@@ -208,7 +208,7 @@ impl StoreRead for SqliteStore {
 
     fn vectors(&self, repr: &str) -> Result<VectorMatrix> {
         let mut m = VectorMatrix::default();
-        self.each_vector(repr, &mut |chunk, doc, v| {
+        self.each_vector(repr, None, &mut |chunk, doc, v| {
             m.dim = v.len();
             m.ids.push(chunk);
             m.docs.push(doc);
@@ -217,11 +217,28 @@ impl StoreRead for SqliteStore {
         Ok(m)
     }
 
-    fn each_vector(&self, repr: &str, each: &mut dyn FnMut(ChunkId, DocKey, &[f32])) -> Result<()> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT chunk, doc, vec FROM vectors WHERE repr = ?1 ORDER BY chunk")?;
-        let mut rows = stmt.query([repr])?;
+    /// Chosen chunks are read by one statement, in chunk order (neighbouring rows share
+    /// pages): a statement per id cost more than the scan that chose them.
+    fn each_vector(
+        &self,
+        repr: &str,
+        only: Option<&[ChunkId]>,
+        each: &mut dyn FnMut(ChunkId, DocKey, &[f32]),
+    ) -> Result<()> {
+        let list = only.map(|ids| {
+            let ids: Vec<String> = ids.iter().map(|c| c.0.to_string()).collect();
+            format!("[{}]", ids.join(","))
+        });
+        let mut stmt = self.conn.prepare_cached(if list.is_some() {
+            "SELECT chunk, doc, vec FROM vectors
+             WHERE repr = ?1 AND chunk IN (SELECT value FROM json_each(?2)) ORDER BY chunk"
+        } else {
+            "SELECT chunk, doc, vec FROM vectors WHERE repr = ?1 ORDER BY chunk"
+        })?;
+        let mut rows = match &list {
+            Some(list) => stmt.query(params![repr, list])?,
+            None => stmt.query([repr])?,
+        };
         let mut dim = None;
         let mut v = Vec::new();
         while let Some(r) = rows.next()? {
@@ -241,33 +258,6 @@ impl StoreRead for SqliteStore {
             each(ChunkId(r.get(0)?), DocKey(r.get(1)?), &v);
         }
         Ok(())
-    }
-
-    fn vectors_of(&self, repr: &str, ids: &[ChunkId]) -> Result<VectorMatrix> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT doc, vec FROM vectors WHERE repr = ?1 AND chunk = ?2")?;
-        let mut m = VectorMatrix::default();
-        for &id in ids {
-            let mut rows = stmt.query(rusqlite::params![repr, id.0])?;
-            if let Some(r) = rows.next()? {
-                let bytes = r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
-                if m.ids.is_empty() {
-                    m.dim = bytes.len() / 4;
-                } else if bytes.len() / 4 != m.dim {
-                    return Err(Error::InvalidWrite {
-                        doc: format!("key {}", r.get::<_, i64>(0)?),
-                        reason: format!("representation `{repr}` mixes dimensions"),
-                    });
-                }
-                m.ids.push(id);
-                m.docs.push(DocKey(r.get(0)?));
-                m.data.extend(
-                    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-                );
-            }
-        }
-        Ok(m)
     }
 
     fn summaries(&self, id: &str) -> Result<Vec<(String, String)>> {
