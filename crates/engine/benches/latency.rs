@@ -11,14 +11,17 @@
 //! ranking and reading the results' text from the store; the graph and vectors are loaded by a
 //! warm-up query first, as a long-running process would have them.
 //!
+//! Quantised rows scan int8 or binary codes and rescore the candidates with float32 vectors read
+//! from the store (`quantize=` in the strategy).
+//!
 //! Run: `cargo bench -p ckeep-engine --bench latency` (needs `ckeep model pull all-MiniLM-L6-v2`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ckeep_embed::{CachedEmbedder, Embedder, EmbeddingCache, InputKind};
-use ckeep_engine::{Engine, Mode, SearchRequest, Strategy};
-use ckeep_index::{Fusion, dot_all, simd};
+use ckeep_engine::{Engine, SearchRequest, Strategy};
+use ckeep_index::{dot_all, simd};
 use ckeep_store::{SqliteStore, StoreRead};
 use rayon::prelude::*;
 
@@ -114,14 +117,17 @@ fn main() {
         }),
     );
     let modes = [
-        ("bm25", Mode::Bm25, false),
-        ("dense (HNSW)", Mode::Dense, false),
-        ("dense (exact scan)", Mode::Dense, true),
-        ("hybrid rrf (HNSW)", Mode::Hybrid(Fusion::default()), false),
-        ("hybrid rrf (exact scan)", Mode::Hybrid(Fusion::default()), true),
+        ("bm25", "mode=bm25"),
+        ("dense (HNSW)", "mode=dense"),
+        ("dense (exact scan)", "mode=dense,exact=true"),
+        ("dense (int8 codes, rescored)", "mode=dense,quantize=int8"),
+        ("dense (binary codes, rescored)", "mode=dense,quantize=binary"),
+        ("hybrid rrf (HNSW)", "mode=hybrid"),
+        ("hybrid rrf (exact scan)", "mode=hybrid,exact=true"),
+        ("hybrid rrf (int8 codes, rescored)", "mode=hybrid,quantize=int8"),
     ];
-    for (name, mode, exact) in modes {
-        let strategy = Strategy { mode, exact, ..Strategy::default() };
+    for (name, spec) in modes {
+        let strategy: Strategy = spec.parse().unwrap();
         let search = |q: &str| {
             let req = SearchRequest {
                 query: q.to_string(),
