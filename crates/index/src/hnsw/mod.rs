@@ -16,6 +16,8 @@ use rayon::prelude::*;
 
 use crate::vector::dot;
 
+mod update;
+
 /// Build and search parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HnswParams {
@@ -42,6 +44,8 @@ pub struct Hnsw {
     links: Vec<Vec<Vec<u32>>>,
     entry: Option<u32>,
     max_level: usize,
+    /// Nodes deleted since the build ([`Hnsw::delete`]): still walked through, never returned.
+    deleted: Vec<bool>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -302,7 +306,14 @@ impl Hnsw {
         let n = data.len().checked_div(dim).unwrap_or(0);
         let levels = levels(n, params);
         if n == 0 {
-            return Self { dim, params, links: Vec::new(), entry: None, max_level: 0 };
+            return Self {
+                dim,
+                params,
+                links: Vec::new(),
+                entry: None,
+                max_level: 0,
+                deleted: Vec::new(),
+            };
         }
         let builder = Builder {
             rows: Rows { data, dim },
@@ -321,7 +332,7 @@ impl Hnsw {
             .into_iter()
             .map(|l| l.into_inner().unwrap_or_else(PoisonError::into_inner))
             .collect();
-        Self { dim, params, links, entry: Some(entry), max_level }
+        Self { dim, params, links, entry: Some(entry), max_level, deleted: vec![false; n] }
     }
 
     /// The `k` rows most similar to `q` (normalised) as `(row, cosine)`, best first; `ef` ≥ k
@@ -343,6 +354,7 @@ impl Hnsw {
                 rows.search_layer(links, q, &[at], ef.max(k), 0, visited)
             })
             .into_iter()
+            .filter(|n| !self.is_deleted(n.1))
             .take(k)
             .map(|n| (n.1, 1.0 - n.0))
             .collect()
@@ -378,6 +390,12 @@ impl Hnsw {
                 }
             }
         }
+        // Deleted nodes last, so a graph that has none reads as before they existed.
+        let deleted: Vec<usize> = (0..self.deleted.len()).filter(|&i| self.deleted[i]).collect();
+        put(deleted.len() as u64);
+        for i in deleted {
+            put(i as u64);
+        }
         out
     }
 
@@ -402,6 +420,13 @@ impl Hnsw {
             }
             links.push(node);
         }
+        let mut deleted = vec![false; n];
+        // Absent in graphs written before deletions existed.
+        if let Some(count) = next() {
+            for _ in 0..count {
+                *deleted.get_mut(next()?)? = true;
+            }
+        }
         let entry = (entry != u32::MAX as usize).then_some(entry as u32);
         if entry.is_some_and(|e| e as usize >= n || links[e as usize].len() != max_level + 1) {
             return None;
@@ -412,6 +437,7 @@ impl Hnsw {
             links,
             entry,
             max_level,
+            deleted,
         })
     }
 }
@@ -421,7 +447,7 @@ mod tests {
     use super::*;
 
     /// Deterministic pseudo-random unit vectors.
-    fn random(n: usize, dim: usize, seed: u64) -> Vec<f32> {
+    pub(super) fn random(n: usize, dim: usize, seed: u64) -> Vec<f32> {
         let mut s = seed;
         let mut out = Vec::with_capacity(n * dim);
         for _ in 0..n {
@@ -440,8 +466,23 @@ mod tests {
     }
 
     fn exact(data: &[f32], dim: usize, q: &[f32], k: usize) -> Vec<u32> {
-        let mut all: Vec<(u32, f32)> =
-            data.chunks_exact(dim).enumerate().map(|(i, r)| (i as u32, dot(q, r))).collect();
+        exact_live(data, dim, q, k, &[])
+    }
+
+    /// The exact top `k` among rows not marked in `deleted`.
+    pub(super) fn exact_live(
+        data: &[f32],
+        dim: usize,
+        q: &[f32],
+        k: usize,
+        deleted: &[bool],
+    ) -> Vec<u32> {
+        let mut all: Vec<(u32, f32)> = data
+            .chunks_exact(dim)
+            .enumerate()
+            .filter(|(i, _)| !deleted.get(*i).copied().unwrap_or(false))
+            .map(|(i, r)| (i as u32, dot(q, r)))
+            .collect();
         all.sort_by(|a, b| b.1.total_cmp(&a.1));
         all.into_iter().take(k).map(|x| x.0).collect()
     }
