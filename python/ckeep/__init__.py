@@ -311,6 +311,14 @@ class Store:
         ids = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids)
         return self._native.remove(ids)
 
+    def quantize(self, kind: str, repr: str | None = None) -> None:
+        """Holds the store's vectors compactly for dense search (``ckeep add --quantize``):
+        ``"int8"`` (a quarter of the memory), ``"binary"`` (a thirty-second) or ``"none"``
+        (float32), for every stored representation or only ``repr``. Kept by the store;
+        searches rescore their best candidates with the float32 vectors, which stay on disk
+        (strategy keys ``oversample=N``, ``rescore=false``, ``quantize=`` to try one)."""
+        self._native.quantize(kind, repr)
+
     def stats(self) -> dict[str, Any]:
         """``ckeep stats --json``: the manifest (chunker, analyzer, model) and the counts."""
         return json.loads(self._native.stats())

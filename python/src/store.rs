@@ -353,6 +353,19 @@ impl Store {
         })
     }
 
+    /// `ckeep add --quantize [REPR=]KIND`: how the store's vectors are held for dense search.
+    #[pyo3(signature = (kind, repr=None))]
+    fn quantize(&self, py: Python<'_>, kind: &str, repr: Option<String>) -> PyResult<()> {
+        detached(py, || {
+            let kind: ckeep_index::Quantization =
+                kind.parse().map_err(|e: ckeep_index::Error| usage(e.to_string()))?;
+            let mut guard = self.writer(false)?;
+            let engine = guard.as_mut().context("the store is not open")?;
+            engine.set_quantization(repr.as_deref(), kind)?;
+            Ok(())
+        })
+    }
+
     /// `ckeep stats --json`.
     fn stats(&self, py: Python<'_>) -> PyResult<String> {
         detached(py, || {

@@ -155,3 +155,23 @@ def test_bad_input_raises_and_loses_nothing(tmp_path: Path) -> None:
         store.search("alpha", mode="dense", model=str(tmp_path / "no-such-model"))
     assert issubclass(ckeep.UsageError, ckeep.CkeepError)
     assert store.search("alpha")[0].doc_id == "a"
+
+
+@pytest.mark.parametrize("kind", ["int8", "binary"])
+def test_a_quantised_store_answers_as_the_cli_and_as_float32(tmp_path: Path, cli_store: Path,
+                                                              kind: str) -> None:
+    docs = [json.loads(line) for line in CORPUS_JSONL.read_text(encoding="utf-8").splitlines()]
+    store = ckeep.Store(tmp_path / "q")
+    store.add_documents(docs, model=MODEL, chunker="sentences")
+    store.quantize(kind)
+    assert store.stats()["manifest"]["quantize"] == {"plain": kind}
+    for query in QUERIES:  # English, Chinese
+        got = [(h.doc_id, h.score) for h in store.search(query, mode="dense", k=3)]
+        floats = cli("search", query, "--mode", "dense", "-k", "3", store=cli_store)["results"]
+        assert got == [(r["doc_id"], pytest.approx(r["score"], abs=1e-6)) for r in floats], query
+    with pytest.raises(ckeep.UsageError):
+        store.quantize("int4")
+    with pytest.raises(ckeep.UsageError):
+        store.quantize("int8", repr="late")
+    store.quantize("none")
+    assert "quantize" not in store.stats()["manifest"]
