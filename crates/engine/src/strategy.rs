@@ -427,8 +427,11 @@ impl FromStr for Strategy {
                         Some(value.parse().map_err(|e: ckeep_index::Error| err(e.to_string()))?);
                 }
                 "oversample" => {
-                    s.oversample = Some(value.parse().ok().filter(|n| (1..=MAX_OVERSAMPLE).contains(n)).ok_or_else(|| {
-                        err(format!("oversample must be a whole number from 1 to {MAX_OVERSAMPLE}, got `{value}`"))
+                    let n = value.parse().ok().filter(|n| (1..=MAX_OVERSAMPLE).contains(n));
+                    s.oversample = Some(n.ok_or_else(|| {
+                        err(format!(
+                            "oversample must be a whole number from 1 to {MAX_OVERSAMPLE}, got `{value}`"
+                        ))
                     })?);
                 }
                 "level" => s.level = value.parse().map_err(err)?,
