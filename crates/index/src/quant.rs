@@ -37,23 +37,14 @@ pub enum Quantization {
 impl Quantization {
     /// Candidates rescored per result wanted when the user sets no oversampling: the smallest
     /// with recall@10 ≥ 0.99 of the exact ranking on the tuning set of `bench/quantize.sh`
-    /// (MiniLM vectors of SQuAD sentences: int8 1.000 at 2, binary 0.991 at 5; the figures we
-    /// publish are measured on SciFact's, which played no part in the choice), and one more
+    /// (MiniLM vectors of SQuAD sentences: int8 0.9965 at 1, binary 0.991 at 5; the figures
+    /// we publish are measured on SciFact's, which played no part in the choice), and one more
     /// for int8, whose rescoring is cheap.
     pub fn default_oversample(self) -> usize {
         match self {
             Self::None => 1,
             Self::Int8 => 2,
             Self::Binary => 5,
-        }
-    }
-
-    /// Bytes one `dim`-dimensional vector takes in memory (codes and scale).
-    pub fn bytes_per_vector(self, dim: usize) -> usize {
-        match self {
-            Self::None => 4 * dim,
-            Self::Int8 => dim + 4,
-            Self::Binary => dim.div_ceil(8),
         }
     }
 }
@@ -141,14 +132,6 @@ impl Codes {
         codes.reserve(rows.len() / dim.max(1));
         rows.chunks_exact(dim.max(1)).for_each(|r| codes.push(r));
         Some(codes)
-    }
-
-    /// Which quantisation these codes are.
-    pub fn quantization(&self) -> Quantization {
-        match self.kind {
-            CodeKind::Int8 => Quantization::Int8,
-            CodeKind::Binary => Quantization::Binary,
-        }
     }
 
     /// Dimensions per row.
