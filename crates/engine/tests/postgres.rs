@@ -1,6 +1,6 @@
 //! The engine on PostgreSQL + pgvector, against real servers from `scripts/pg.sh` and the real
-//! all-MiniLM-L6-v2: the same answers as the embedded store, on one server and sharded across
-//! two behind a coordinator; a streaming replica serving reads; and a server crash during ingest
+//! all-MiniLM-L6-v2: the same answers as the embedded store (quantised searches included), on
+//! one server and sharded across two behind a coordinator; a streaming replica serving reads; and a server crash during ingest
 //! that loses nothing acknowledged, shows nothing half-written, and that the writer survives.
 
 use std::path::PathBuf;
@@ -73,6 +73,9 @@ const STRATEGIES: &[&str] = &[
     "mode=dense,level=doc,agg=mean:3,exact=true",
     "mode=hybrid,level=doc,exact=true",
     "mode=hybrid:linear=0.5,level=chunk,exact=true",
+    // Quantised: the engine scans codes and reads the candidates' vectors back from the store.
+    "mode=dense,level=chunk,quantize=int8",
+    "mode=hybrid,level=doc,quantize=binary",
 ];
 
 /// Every query under every strategy (and one metadata filter): ids, ranks, spans, texts and
