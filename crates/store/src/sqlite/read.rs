@@ -217,8 +217,8 @@ impl StoreRead for SqliteStore {
         Ok(m)
     }
 
-    /// Chosen chunks are read by one statement, in chunk order (neighbouring rows share
-    /// pages): a statement per id cost more than the scan that chose them.
+    /// Chosen chunks are read by one statement, in chunk order, so rows that share pages are
+    /// read together.
     fn each_vector(
         &self,
         repr: &str,
