@@ -136,10 +136,7 @@ impl<S: StoreRead> Engine<S> {
         if let Source::Stored(name) = &repr.source {
             // Quantised: our own scan of the codes, whatever the store (a PostgreSQL store
             // then serves the candidates' float32 vectors for rescoring).
-            let kind = match strategy.quantize {
-                Some(kind) => kind,
-                None => crate::quantized::quantization_of(&self.store.manifest()?, name)?,
-            };
+            let kind = strategy.quantize.unwrap_or(repr.quantize);
             if kind != ckeep_index::Quantization::None && !strategy.exact {
                 let rescoring = crate::quantized::Rescoring {
                     oversample: strategy.oversample,
@@ -354,8 +351,12 @@ impl<S: StoreRead> Engine<S> {
             {
                 continue;
             }
-            let repr =
-                Resolved { key: name.clone(), source: Source::Stored(name.clone()), field: None };
+            let repr = Resolved {
+                key: name.clone(),
+                source: Source::Stored(name.clone()),
+                field: None,
+                quantize: ckeep_index::Quantization::None,
+            };
             let (m, _, _) = self.matrix(&repr)?;
             if m.len() < ANN_MIN_VECTORS {
                 continue;

@@ -75,6 +75,10 @@ pub(crate) struct Resolved {
     pub source: Source,
     /// The lexical field BM25 reads (`None`: the representation has no text of its own).
     pub field: Option<String>,
+    /// How the store holds these vectors for search (`ckeep add --quantize`); derived
+    /// representations are float32. Read with the manifest here, so a query does not read it
+    /// again.
+    pub quantize: ckeep_index::Quantization,
 }
 
 /// Name of the stored summary vectors of `summarizer`.
@@ -141,6 +145,7 @@ Join several with + (repr=plain+summary) to fuse their document rankings (RRF)";
                         key: PLAIN_REPR.to_string(),
                         source: Source::Stored(PLAIN_REPR.to_string()),
                         field: Some(PLAIN_FIELD.to_string()),
+                        quantize: ckeep_index::Quantization::None,
                     });
                 }
                 // Its text is indexed with or without a model: resolved below, minus the vectors.
@@ -220,7 +225,13 @@ Join several with + (repr=plain+summary) to fuse their document rankings (RRF)";
                 Some(PLAIN_FIELD.to_string())
             }
         };
-        Ok(Resolved { key, source, field })
+        let quantize = match &source {
+            Source::Stored(name) if vectors => crate::quantized::quantization_of(manifest, name)?,
+            Source::Stored(_) | Source::SummaryAvg { .. } | Source::WindowAvg(_) => {
+                ckeep_index::Quantization::None
+            }
+        };
+        Ok(Resolved { key, source, field, quantize })
     }
 }
 
