@@ -11,12 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="${CKEEP_DATA:-../shared/data}"
 OUT="$PWD/target/hnsw-bench"
-VENV=bench/.venv-ann
 mkdir -p "$OUT"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import faiss" 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet faiss-cpu numpy
-fi
+source bench/faiss_env.sh
 cargo build --release --quiet -p ckeep
 target/release/ckeep --quiet model pull all-MiniLM-L6-v2
 python3 - "$DATA" > "$OUT/sentences.txt" <<'PY'

@@ -11,15 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="$PWD/target/quantize-bench"
-VENV=bench/.venv-ann
 mkdir -p "$OUT"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import faiss" 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet faiss-cpu numpy
-fi
+source bench/faiss_env.sh
 cargo build --release --quiet -p ckeep
 target/release/ckeep --quiet model pull potion-base-8M
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores; $(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo AVX2)" >&2
+cpu_line >&2
 BENCH_DIR="$OUT" cargo bench --quiet -p ckeep-engine --bench vectors_1m
 BENCH_DIR="$OUT" BENCH_SETS=million BENCH_DIM=256 cargo bench --quiet -p ckeep-index --bench quantize
 "$VENV/bin/python" bench/quantize_faiss.py "$OUT" million 256

@@ -12,15 +12,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="${CKEEP_DATA:-../shared/data}"
 OUT="$PWD/target/quantize-bench"
-VENV=bench/.venv-ann
 mkdir -p "$OUT"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import faiss" 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet faiss-cpu numpy
-fi
+source bench/faiss_env.sh
 cargo build --release --quiet -p ckeep
 target/release/ckeep --quiet model pull all-MiniLM-L6-v2
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores; $(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo AVX2)" >&2
+cpu_line >&2
 for set in squad scifact; do
   [ -f "$OUT/$set.base.f32" ] && continue
   case $set in
