@@ -62,14 +62,16 @@ impl<S: StoreRead> Engine<S> {
     fn codes(&self, name: &str, kind: Quantization) -> Result<(Arc<CodeMatrix>, u64, bool)> {
         let key = format!("{name}@{kind}");
         self.load_cached(&key, || {
+            // The dimension is known once the first vector arrives.
+            let empty = |dim| CodeMatrix {
+                ids: Vec::new(),
+                docs: Vec::new(),
+                codes: Codes::new(kind, dim).unwrap_or_default(),
+            };
             let mut m: Option<CodeMatrix> = None;
             let mut row = Vec::new();
             self.store.each_vector(name, None, &mut |chunk, doc, v| {
-                let m = m.get_or_insert_with(|| CodeMatrix {
-                    ids: Vec::new(),
-                    docs: Vec::new(),
-                    codes: Codes::new(kind, v.len()).unwrap_or_default(),
-                });
+                let m = m.get_or_insert_with(|| empty(v.len()));
                 row.clear();
                 row.extend_from_slice(v);
                 ckeep_embed::normalize(&mut row);
@@ -77,11 +79,7 @@ impl<S: StoreRead> Engine<S> {
                 m.docs.push(doc);
                 m.codes.push(&row);
             })?;
-            Ok(m.unwrap_or(CodeMatrix {
-                ids: Vec::new(),
-                docs: Vec::new(),
-                codes: Codes::new(kind, 0).unwrap_or_default(),
-            }))
+            Ok(m.unwrap_or_else(|| empty(0)))
         })
     }
 
