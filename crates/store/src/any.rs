@@ -149,6 +149,9 @@ impl<T: StoreRead + ?Sized> StoreRead for Box<T> {
     fn generation(&self) -> Result<u64> {
         (**self).generation()
     }
+    fn vector_changes(&self, repr: &str, since: u64) -> Result<Option<Vec<ChunkId>>> {
+        (**self).vector_changes(repr, since)
+    }
     fn begin_read(&self) -> Result<bool> {
         (**self).begin_read()
     }

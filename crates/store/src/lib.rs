@@ -247,6 +247,11 @@ pub trait StoreRead {
     /// A number that grows with every committed write, by any writer: caches built from the
     /// store are current while it is unchanged.
     fn generation(&self) -> Result<u64>;
+    /// The chunks whose vectors under `repr` were added, replaced or removed by the writes
+    /// after generation `since`, each once, ascending: a reader that holds the vectors of
+    /// generation `since` reads just these again. `None` when the store keeps no such log back
+    /// to `since` (a store that searches its own vectors keeps none); then it reads them all.
+    fn vector_changes(&self, repr: &str, since: u64) -> Result<Option<Vec<ckeep_core::ChunkId>>>;
     /// Starts a read snapshot: until [`StoreRead::end_read`], reads see the store as it was
     /// when the first of them ran, whatever other writers commit meanwhile. Returns whether a
     /// snapshot was started (not inside one already); only then call `end_read`.

@@ -137,3 +137,74 @@ mod behind_dyn_store {
         ckeep_store::SqliteStore::in_memory().unwrap()
     ) as ckeep_store::DynStore));
 }
+
+/// A document of one chunk with a `plain` vector.
+fn with_vector(id: &str, value: f32) -> ckeep_store::DocumentWrite {
+    let doc = ckeep_core::Document::new(id, "", "some text");
+    let chunk = ckeep_core::Chunk {
+        span: ckeep_core::Span::new(0, 9),
+        ordinal: 0,
+        depth: 0,
+        parent: None,
+        leaf: true,
+        headings: vec![],
+    };
+    let mut w = ckeep_store::DocumentWrite::new(doc, vec![chunk]);
+    w.vectors =
+        vec![ckeep_store::VectorEntry { repr: "plain".into(), ordinal: 0, vector: vec![value] }];
+    w
+}
+
+#[test]
+fn vector_changes_name_the_chunks_written_or_removed_since_a_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = SqliteStore::open_or_create(dir.path()).unwrap();
+    let start = s.generation().unwrap();
+    s.write_batch(vec![with_vector("a", 1.0), with_vector("b", 2.0)]).unwrap();
+    let ids = |s: &SqliteStore| s.vectors("plain").unwrap().ids;
+    let first = ids(&s);
+    assert_eq!(s.vector_changes("plain", start).unwrap(), Some(first.clone()));
+    let after_first = s.generation().unwrap();
+    assert_eq!(s.vector_changes("plain", after_first).unwrap(), Some(vec![]));
+    assert_eq!(s.vector_changes("other", start).unwrap(), Some(vec![]));
+
+    // A replaced document: its old chunk removed, a new one added. A removed one: its chunk.
+    s.write_batch(vec![with_vector("a", 3.0)]).unwrap();
+    s.remove(&["b".into()]).unwrap();
+    let now = ids(&s);
+    let mut expected = first.clone();
+    expected.extend(now.iter().copied().filter(|id| !first.contains(id)));
+    assert_eq!(s.vector_changes("plain", after_first).unwrap(), Some(expected));
+
+    // Writes without vectors change none; the log survives reopening and another connection
+    // sees it.
+    let quiet = s.generation().unwrap();
+    s.set_aux("x", b"blob").unwrap();
+    drop(s);
+    let reader = SqliteStore::open(dir.path()).unwrap();
+    assert_eq!(reader.vector_changes("plain", quiet).unwrap(), Some(vec![]));
+    assert_eq!(reader.vector_changes("plain", start).unwrap().map(|c| c.len()), Some(3));
+}
+
+#[test]
+fn a_store_made_before_the_vector_log_covers_only_the_generations_after_its_first_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = SqliteStore::open_or_create(dir.path()).unwrap();
+    s.write_batch(vec![with_vector("a", 1.0)]).unwrap();
+    let old = s.generation().unwrap();
+    drop(s);
+    // What an older ckeep left: no log, no triggers.
+    let conn = rusqlite::Connection::open(dir.path().join("ckeep.sqlite")).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER vector_log_insert; DROP TRIGGER vector_log_delete; DROP TABLE vector_log;
+         DELETE FROM meta WHERE key = 'vector_log_since';",
+    )
+    .unwrap();
+    drop(conn);
+    let mut s = SqliteStore::open(dir.path()).unwrap();
+    assert_eq!(s.vector_changes("plain", old - 1).unwrap(), None, "before the log: unknown");
+    assert_eq!(s.vector_changes("plain", old).unwrap(), Some(vec![]));
+    s.write_batch(vec![with_vector("b", 2.0)]).unwrap();
+    assert_eq!(s.vector_changes("plain", old).unwrap().map(|c| c.len()), Some(1));
+    assert!(s.check().unwrap().is_ok());
+}

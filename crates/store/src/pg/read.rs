@@ -447,6 +447,11 @@ impl StoreRead for PgStore {
         Ok(row.and_then(|r| r.get::<_, String>(0).parse().ok()).unwrap_or(0))
     }
 
+    fn vector_changes(&self, _repr: &str, _since: u64) -> Result<Option<Vec<ChunkId>>> {
+        // The database searches (and so indexes) its own vectors: no reader holds them.
+        Ok(None)
+    }
+
     fn begin_read(&self) -> Result<bool> {
         if self.in_read.get() {
             return Ok(false);

@@ -16,6 +16,9 @@ use write::put_manifest;
 
 const DB_FILE: &str = "ckeep.sqlite";
 const SCHEMA: &str = include_str!("schema.sql");
+/// The vector change log (see [`StoreRead::vector_changes`]); stores made before it get it on
+/// first open.
+const VECTOR_LOG: &str = include_str!("vector_log.sql");
 /// Bytes of the database file read through a memory map (SQLite caps it at 2 GiB by default;
 /// address space, not memory: pages are shared with the OS cache).
 const MMAP_BYTES: i64 = 1 << 34;
@@ -82,6 +85,7 @@ impl SqliteStore {
             store.conn.execute_batch(
                 "CREATE TABLE IF NOT EXISTS aux (name TEXT PRIMARY KEY, data BLOB NOT NULL);",
             )?;
+            store.add_vector_log()?;
         }
         Ok(store)
     }
@@ -89,6 +93,7 @@ impl SqliteStore {
     fn init(&mut self) -> Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute_batch(SCHEMA)?;
+        tx.execute_batch(VECTOR_LOG)?;
         tx.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
             [SCHEMA_VERSION.to_string()],
@@ -96,6 +101,22 @@ impl SqliteStore {
         let manifest = Manifest { schema_version: SCHEMA_VERSION, ..Manifest::default() };
         put_manifest(&tx, &manifest)?;
         tx.commit()?;
+        Ok(())
+    }
+
+    /// Adds the vector change log to a store made before it. Checked first with a read, so
+    /// opening a store that has it never waits for a writer's lock.
+    fn add_vector_log(&mut self) -> Result<()> {
+        let has: bool = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'vector_log_delete')",
+            [],
+            |r| r.get(0),
+        )?;
+        if !has {
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(VECTOR_LOG)?;
+            tx.commit()?;
+        }
         Ok(())
     }
 

@@ -371,6 +371,31 @@ impl StoreRead for SqliteStore {
         Ok(value.and_then(|v| v.parse().ok()).unwrap_or(0))
     }
 
+    fn vector_changes(&self, repr: &str, since: u64) -> Result<Option<Vec<ChunkId>>> {
+        let oldest: Option<String> = self
+            .conn
+            .prepare_cached("SELECT value FROM meta WHERE key = 'vector_log_since'")?
+            .query_row([], |r| r.get(0))
+            .optional()?;
+        match oldest.and_then(|v| v.parse::<u64>().ok()) {
+            Some(oldest) if oldest <= since => {}
+            _ => return Ok(None),
+        }
+        // A write logs under the generation it started from (the store's generation is
+        // advanced as it commits), so the writes after `since` are those logged at `since`
+        // and later.
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT DISTINCT chunk FROM vector_log WHERE generation >= ?1 AND repr = ?2 \
+             ORDER BY chunk",
+        )?;
+        let ids = stmt
+            .query_map(params![i64::try_from(since).unwrap_or(i64::MAX), repr], |r| {
+                Ok(ChunkId(r.get(0)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(Some(ids))
+    }
+
     fn begin_read(&self) -> Result<bool> {
         if !self.conn.is_autocommit() {
             return Ok(false);

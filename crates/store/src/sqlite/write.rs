@@ -15,13 +15,29 @@ pub(super) fn put_manifest(tx: &Connection, manifest: &Manifest) -> Result<()> {
     Ok(())
 }
 
-/// Counts committed writes (see [`StoreRead::generation`]).
+/// Generations of vector changes the log keeps: a reader further behind reads all vectors
+/// again, which by then costs about what applying that many changes would.
+const VECTOR_LOG_GENERATIONS: i64 = 10_000;
+
+/// Counts committed writes (see [`StoreRead::generation`]), and drops vector changes too old
+/// for any reader to ask for.
 fn bump_generation(tx: &Connection) -> Result<()> {
-    tx.execute(
+    let generation: i64 = tx.query_row(
         "INSERT INTO meta (key, value) VALUES ('generation', '1') \
-         ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+         ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 \
+         RETURNING CAST(value AS INTEGER)",
         [],
+        |r| r.get(0),
     )?;
+    let oldest = generation - VECTOR_LOG_GENERATIONS;
+    if oldest > 0 {
+        tx.execute("DELETE FROM vector_log WHERE generation < ?1", [oldest])?;
+        tx.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'vector_log_since' \
+             AND CAST(value AS INTEGER) < ?1",
+            [oldest],
+        )?;
+    }
     Ok(())
 }
 
