@@ -13,7 +13,10 @@
 # Usage: bench/serve_load.sh   (CKEEP_DATA=DIR; BENCH_SECONDS, BENCH_CLIENTS, BENCH_INITIAL,
 #        BENCH_VARIANTS="batch nobatch"; BENCH_STRATEGY (default mode=hybrid,level=doc,k=10);
 #        BENCH_SERVE_FLAGS, e.g. "--no-cache --readers 16" so every query runs the model;
-#        BENCH_INGEST=0 for queries only)
+#        BENCH_INGEST=0 for queries only; BENCH_MODEL (all-MiniLM-L6-v2), BENCH_CHUNKER
+#        (paragraphs); BENCH_INITIAL_JSONL and BENCH_NEW_JSONL: other documents for the store and
+#        for the writer than SciFact's split; BENCH_VISIBLE_AFTER=SECONDS: that long after each
+#        acknowledged write, a dense search checks the write is found — see bench/serve_live.sh)
 #
 # Batching where it matters (every query embedded by the model, dense search, no writes):
 #   BENCH_INGEST=0 BENCH_SECONDS=20 BENCH_STRATEGY=mode=dense,k=10 \
@@ -28,24 +31,35 @@ VARIANTS="${BENCH_VARIANTS:-batch nobatch}"
 STRATEGY="${BENCH_STRATEGY:-mode=hybrid,level=doc,k=10}"
 read -r -a SERVE_FLAGS <<< "${BENCH_SERVE_FLAGS:-}"
 INGEST="${BENCH_INGEST:-1}"
+MODEL="${BENCH_MODEL:-all-MiniLM-L6-v2}"
+CHUNKER="${BENCH_CHUNKER:-paragraphs}"
+visible=()
+[ -n "${BENCH_VISIBLE_AFTER:-}" ] && visible=(--visible-after "$BENCH_VISIBLE_AFTER")
 cargo build --release --quiet -p ckeep
 cargo build --release --quiet -p ckeep-server --example load
 ck=target/release/ckeep
 load=target/release/examples/load
-$ck --quiet model pull all-MiniLM-L6-v2
-base=target/bench-serve
+$ck --quiet model pull "$MODEL"
+base="${BENCH_DIR:-target/bench-serve}"
 mkdir -p "$base" bench/results
 corpus="$DATA/beir_scifact/corpus.jsonl"
-head -n "$INITIAL" "$corpus" > "$base/initial.jsonl"
-if [ "$INGEST" = 1 ]; then
-  tail -n +"$((INITIAL + 1))" "$corpus" > "$base/new.jsonl"
+if [ -n "${BENCH_INITIAL_JSONL:-}" ]; then
+  cp "$BENCH_INITIAL_JSONL" "$base/initial.jsonl"
 else
-  : > "$base/new.jsonl"
+  head -n "$INITIAL" "$corpus" > "$base/initial.jsonl"
 fi
-if [ ! -f "$base/store.count" ] || [ "$(cat "$base/store.count")" != "$INITIAL" ]; then
+if [ "$INGEST" != 1 ]; then
+  : > "$base/new.jsonl"
+elif [ -n "${BENCH_NEW_JSONL:-}" ]; then
+  cp "$BENCH_NEW_JSONL" "$base/new.jsonl"
+else
+  tail -n +"$((INITIAL + 1))" "$corpus" > "$base/new.jsonl"
+fi
+key="$(cat "$base/initial.jsonl" | cksum) $MODEL $CHUNKER"
+if [ ! -f "$base/store.count" ] || [ "$(cat "$base/store.count")" != "$key" ]; then
   rm -rf "$base/store"
-  $ck --store "$base/store" add "$base/initial.jsonl" --chunker paragraphs --model all-MiniLM-L6-v2
-  echo "$INITIAL" > "$base/store.count"
+  $ck --store "$base/store" add "$base/initial.jsonl" --chunker "$CHUNKER" --model "$MODEL"
+  echo "$key" > "$base/store.count"
 fi
 port=$((20000 + RANDOM % 20000))
 for variant in $VARIANTS; do
@@ -62,7 +76,7 @@ for variant in $VARIANTS; do
   status=0
   $load --url "http://127.0.0.1:$port" --queries "$DATA/beir_scifact/queries.jsonl" \
     --docs "$base/new.jsonl" --clients "$CLIENTS" --seconds "$SECONDS_RUN" --pid "$pid" --strategy "$STRATEGY" \
-    > "bench/results/serve_load_$variant.json" || status=$?
+    "${visible[@]}" > "bench/results/serve_load_$variant.json" || status=$?
   curl -sf "http://127.0.0.1:$port/stats" | python3 -c 'import json,sys; b=json.load(sys.stdin)["query_batches"]; print("query model calls:", b and b["model_calls"], "queries embedded:", b and b["queries"])'
   kill -TERM "$pid"
   wait "$pid"
@@ -84,6 +98,11 @@ print("| variant | queries | q/s | p50 ms | p90 ms | p99 ms | failed | docs adde
 print("|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.0f} | {r[4]:.0f} | {r[5]:.0f} | {r[6]} | {r[7]} | {r[8]} | {r[9]:.0f} / {r[10]:.0f} / {r[11]:.0f} |")
+for v in sys.argv[1:]:
+    f = json.load(open(f"bench/results/serve_load_{v}.json")).get("dense_freshness")
+    if f:
+        print(f"{v}: {f['found']} of {f['checked']} acknowledged writes found by dense search "
+              f"{f['seconds_after_acknowledgement']} s after acknowledgement")
 if len(rows) == 2:
     print(f"\nthroughput {rows[0][0]} / {rows[1][0]}: {rows[0][2] / rows[1][2]:.2f}x; p50 ratio {rows[0][3] / rows[1][3]:.2f}")
 PY

@@ -134,16 +134,17 @@ struct Found {
     rows: Vec<RowPair>,
 }
 
-/// Row pairs `(i, j)`, `i < j`, of different documents, each row with its nearest neighbours.
+/// Row pairs `(i, j)`, `i < j`, of different documents, each row with its nearest neighbours
+/// (found through the graph of `m` read at `generation`, when it has one).
 fn candidate_rows<S: StoreRead>(
     engine: &Engine<S>,
-    (m, generation): (&VectorMatrix, u64),
+    (m, generation): (&VectorMatrix, Option<u64>),
     usable: &[bool],
     neighbours: usize,
 ) -> Vec<RowPair> {
-    let graph = (m.len() >= GRAPH_MIN_VECTORS.min(ANN_MIN_VECTORS))
-        .then(|| engine.graph(PLAIN_REPR, m, generation))
-        .flatten();
+    let graph = generation
+        .filter(|_| m.len() >= GRAPH_MIN_VECTORS.min(ANN_MIN_VECTORS))
+        .and_then(|generation| engine.graph(PLAIN_REPR, m, generation));
     let rows: Vec<usize> = (0..m.len()).filter(|&i| usable[i]).collect();
     rows.par_iter()
         .flat_map_iter(|&i| {
@@ -221,7 +222,7 @@ impl<S: StoreRead> Engine<S> {
         if opts.top_k == 0 || opts.neighbours == 0 {
             return Err(Error::Invalid("top-k and neighbours must be at least 1".into()));
         }
-        let (m, generation, _) = self.matrix(&self.plain()?)?;
+        let (m, generation) = self.matrix(&self.plain()?)?;
         let long: HashSet<ChunkId> = self
             .store
             .chunks_by_id(&m.ids)?

@@ -8,9 +8,10 @@ use std::collections::{HashMap, HashSet};
 use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_embed::{Embedder, InputKind};
 use ckeep_index::{Hnsw, HnswParams, dot_all, top_k};
-use ckeep_store::{Manifest, ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
+use ckeep_store::{Manifest, ReadSnapshot, StoreRead, VectorMatrix};
 use rayon::prelude::*;
 
+use crate::live::DenseIndex;
 use crate::represent::{Representation, Resolved, Source};
 use crate::{Caches, Engine, Error, Loaded, PLAIN_REPR, Result};
 
@@ -21,18 +22,22 @@ pub const ANN_MIN_VECTORS: usize = 20_000;
 /// Beam width of HNSW searches (at least the number of candidates asked for).
 const ANN_EF: usize = 128;
 
+/// Changes applied to loaded vectors rather than reading them all again: up to a quarter of
+/// the rows plus this many (so a small collection still follows its writes by the log).
+const MIN_CHANGES_READ_ALL: usize = 1_024;
+
 /// Extra neighbours asked of a store that searches its own vectors (see
 /// [`Engine::store_hits`]).
 const NEAREST_MARGIN: usize = 16;
 
 /// Name of a representation's persisted graph among the store's derived blobs.
-fn ann_blob(key: &str) -> String {
+pub(crate) fn ann_blob(key: &str) -> String {
     format!("hnsw:{key}")
 }
 
 /// What the persisted graph was built over: the vectors' chunk ids and dimension. A graph with
 /// another stamp is stale.
-fn stamp(m: &VectorMatrix) -> [u8; 32] {
+pub(crate) fn stamp(m: &VectorMatrix) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     h.update(&(m.dim as u64).to_le_bytes());
     for id in &m.ids {
@@ -42,23 +47,22 @@ fn stamp(m: &VectorMatrix) -> [u8; 32] {
 }
 
 /// Whether a stored graph blob (stamp, then graph) was built over vectors with this stamp.
-fn is_current(blob: &[u8], stamp: &[u8; 32]) -> bool {
+pub(crate) fn is_current(blob: &[u8], stamp: &[u8; 32]) -> bool {
     blob.len() > 32 && blob[..32] == *stamp
 }
 
 /// Vectors of another dimension than the query's cannot be compared with it.
-fn same_dimension(m: &VectorMatrix, q: &[f32]) -> Result<()> {
-    if m.dim == q.len() {
+fn same_dimension(dim: usize, q: &[f32]) -> Result<()> {
+    if dim == q.len() {
         return Ok(());
     }
     Err(Error::Invalid(format!(
-        "the store's vectors have {} dimensions, the query's {}",
-        m.dim,
+        "the store's vectors have {dim} dimensions, the query's {}",
         q.len()
     )))
 }
 
-/// Every row of `m` scored against `q`: the exact scan, and the scoring of rows a store found.
+/// Every row of `m` scored against `q`: how the rows a store found are scored.
 fn scan(m: &VectorMatrix, q: &[f32]) -> Vec<ChunkHit> {
     dot_all(&m.data, m.dim, q)
         .into_iter()
@@ -73,7 +77,7 @@ pub(crate) trait Cached: Sized {
     fn slot_mut(caches: &mut Caches) -> &mut HashMap<String, Loaded<Self>>;
 }
 
-impl Cached for VectorMatrix {
+impl Cached for DenseIndex {
     fn slot(caches: &Caches) -> &HashMap<String, Loaded<Self>> {
         &caches.dense
     }
@@ -150,27 +154,15 @@ impl<S: StoreRead> Engine<S> {
                 return Ok(hits);
             }
         }
-        let (m, generation, stale) = self.matrix(repr)?;
-        if m.is_empty() {
+        let (index, _, stale) = self.dense_index(repr)?;
+        if index.len() == 0 {
             return Ok(Vec::new());
         }
-        same_dimension(&m, q)?;
-        let graph = (!exact && m.len() >= ANN_MIN_VECTORS)
-            .then(|| self.graph(&repr.key, &m, generation))
+        same_dimension(index.dim(), q)?;
+        let graph = (!exact && index.base.len() >= ANN_MIN_VECTORS)
+            .then(|| self.graph(&repr.key, &index.base, index.base_generation))
             .flatten();
-        let mut hits: Vec<ChunkHit> = if let Some(graph) = graph {
-            graph
-                .search(&m.data, q, candidates, ANN_EF.max(candidates))
-                .into_iter()
-                .map(|(row, score)| ChunkHit {
-                    chunk: m.ids[row as usize],
-                    doc: m.docs[row as usize],
-                    score,
-                })
-                .collect()
-        } else {
-            scan(&m, q)
-        };
+        let mut hits = index.search(q, graph.as_deref(), candidates, ANN_EF);
         if let Some(allowed) = allowed {
             hits.retain(|h| allowed.contains(&h.doc));
         }
@@ -202,7 +194,7 @@ impl<S: StoreRead> Engine<S> {
         if m.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        same_dimension(&m, q)?;
+        same_dimension(m.dim, q)?;
         m.data.chunks_mut(m.dim).for_each(ckeep_embed::normalize);
         Ok(Some(top_k(scan(&m, q), candidates)))
     }
@@ -247,9 +239,21 @@ impl<S: StoreRead> Engine<S> {
     /// A representation's vectors, L2-normalised, loaded (or derived) once per store
     /// generation — or, with a refresh interval, at most once per interval — with the
     /// generation they were read at and whether that is not the store's now (then hits must be
-    /// checked against the store, see [`Engine::live_hits`]).
-    pub(crate) fn matrix(&self, repr: &Resolved) -> Result<(Arc<VectorMatrix>, u64, bool)> {
-        self.load_cached(&repr.key, || self.load_matrix(repr))
+    /// checked against the store, see [`Engine::live_hits`]). After writes, the vectors of a
+    /// stored representation are brought up to date from the store's change log.
+    pub(crate) fn dense_index(&self, repr: &Resolved) -> Result<(Arc<DenseIndex>, u64, bool)> {
+        self.load_cached(&repr.key, |previous| self.load_dense(repr, previous))
+    }
+
+    /// The representation's live vectors as one matrix, with the generation of their graph
+    /// (see [`Engine::graph`]) when they are all the graph holds (no rows written or removed
+    /// since it).
+    pub(crate) fn matrix(&self, repr: &Resolved) -> Result<(Arc<VectorMatrix>, Option<u64>)> {
+        let (index, _, _) = self.dense_index(repr)?;
+        Ok(match index.live_matrix() {
+            std::borrow::Cow::Borrowed(_) => (Arc::clone(&index.base), Some(index.base_generation)),
+            std::borrow::Cow::Owned(m) => (Arc::new(m), None),
+        })
     }
 
     /// The value of type `T` (vectors, codes) cached under `key`, loaded by `load`
@@ -258,7 +262,7 @@ impl<S: StoreRead> Engine<S> {
     pub(crate) fn load_cached<T: Cached>(
         &self,
         key: &str,
-        load: impl FnOnce() -> Result<T>,
+        load: impl FnOnce(Option<&Loaded<T>>) -> Result<T>,
     ) -> Result<(Arc<T>, u64, bool)> {
         // The generation and the value from one snapshot.
         let _snapshot = ReadSnapshot::begin(&self.store)?;
@@ -279,10 +283,11 @@ impl<S: StoreRead> Engine<S> {
             return Ok((l.value, l.generation, l.generation != current));
         }
         let _loading = self.loading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(l) = cached().filter(|l| l.generation >= current) {
-            return Ok((l.value, l.generation, l.generation != current));
+        let previous = cached();
+        if let Some(l) = previous.as_ref().filter(|l| l.generation >= current) {
+            return Ok((Arc::clone(&l.value), l.generation, l.generation != current));
         }
-        let value = Arc::new(load()?);
+        let value = Arc::new(load(previous.as_ref())?);
         let loaded = Loaded {
             value: Arc::clone(&value),
             generation: current,
@@ -291,6 +296,45 @@ impl<S: StoreRead> Engine<S> {
         let mut caches = self.caches.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         T::slot_mut(&mut caches).insert(key.to_string(), loaded);
         Ok((value, current, false))
+    }
+
+    /// A representation's vectors as of the store's generation now: `previous` with the
+    /// changes since applied when the store logs them and they are few, else all read (or
+    /// derived) again.
+    fn load_dense(
+        &self,
+        repr: &Resolved,
+        previous: Option<&Loaded<DenseIndex>>,
+    ) -> Result<DenseIndex> {
+        let generation = self.store.generation()?;
+        if let (Source::Stored(name), Some(previous)) = (&repr.source, previous)
+            && let Some(changed) = self.store.vector_changes(name, previous.generation)?
+            && changed.len() <= previous.value.len() / 4 + MIN_CHANGES_READ_ALL
+            && let Some(index) = self.apply_changes(&previous.value, name, &changed)?
+        {
+            return Ok(index);
+        }
+        Ok(DenseIndex::full(self.load_matrix(repr)?, generation))
+    }
+
+    /// `index` with the vectors of the chunks `changed` (under stored representation `name`)
+    /// read again: `None` when they no longer fit it (another dimension).
+    pub(crate) fn apply_changes(
+        &self,
+        index: &DenseIndex,
+        name: &str,
+        changed: &[ChunkId],
+    ) -> Result<Option<DenseIndex>> {
+        let mut fresh = VectorMatrix { dim: index.dim(), ..VectorMatrix::default() };
+        self.store.each_vector(name, Some(changed), &mut |chunk, doc, v| {
+            fresh.dim = v.len();
+            fresh.ids.push(chunk);
+            fresh.docs.push(doc);
+            fresh.data.extend_from_slice(v);
+            let at = fresh.data.len() - v.len();
+            ckeep_embed::normalize(&mut fresh.data[at..]);
+        })?;
+        Ok(index.with_changes(changed, &fresh))
     }
 
     /// A representation's vectors read (or derived) from the store, normalised.
@@ -324,74 +368,5 @@ impl<S: StoreRead> Engine<S> {
         let live: HashSet<ChunkId> = self.store.live_chunks(&ids)?.into_iter().collect();
         hits.retain(|h| live.contains(&h.chunk));
         Ok(hits)
-    }
-}
-
-/// An HNSW graph built for the vectors of one representation, ready to persist.
-#[derive(Debug)]
-pub struct VectorIndexBuild {
-    name: String,
-    blob: Vec<u8>,
-}
-
-impl<S: StoreRead> Engine<S> {
-    /// Builds the HNSW graph of each stored chunk-level representation whose collection is large
-    /// enough and whose stored graph is missing or stale. Reads only, so a server builds while
-    /// its writer keeps ingesting; [`Engine::save_vector_index`] persists the result.
-    pub fn build_vector_index(&self) -> Result<Vec<VectorIndexBuild>> {
-        let manifest = self.store.manifest()?;
-        let mut builds = Vec::new();
-        if self.store.searches_vectors() {
-            return Ok(builds);
-        }
-        for name in manifest.representations.iter().filter(|r| !r.starts_with("summary:")) {
-            // A quantised representation is searched through its codes, not a graph.
-            if crate::quantized::quantization_of(&manifest, name)?
-                != ckeep_index::Quantization::None
-            {
-                continue;
-            }
-            let repr = Resolved {
-                key: name.clone(),
-                source: Source::Stored(name.clone()),
-                field: None,
-                quantize: ckeep_index::Quantization::None,
-            };
-            let (m, _, _) = self.matrix(&repr)?;
-            if m.len() < ANN_MIN_VECTORS {
-                continue;
-            }
-            let stamp = stamp(&m);
-            if self.store.aux(&ann_blob(name))?.is_some_and(|b| is_current(&b, &stamp)) {
-                continue;
-            }
-            let graph = Hnsw::build(&m.data, m.dim, HnswParams::default());
-            let mut blob = stamp.to_vec();
-            blob.extend(graph.to_bytes());
-            builds.push(VectorIndexBuild { name: name.clone(), blob });
-        }
-        Ok(builds)
-    }
-}
-
-impl<S: StoreWrite> Engine<S> {
-    /// Builds and persists the HNSW graph of each stored chunk-level representation when the
-    /// collection is large enough and the stored graph is missing or stale; returns whether it
-    /// built one. (Derived representations get theirs in memory on their first query.)
-    pub fn refresh_vector_index(&mut self) -> Result<bool> {
-        let builds = self.build_vector_index()?;
-        let built = !builds.is_empty();
-        self.save_vector_index(builds)?;
-        Ok(built)
-    }
-
-    /// Persists graphs from [`Engine::build_vector_index`]. Each carries the stamp of the
-    /// vectors it was built from: if they changed meanwhile, queries ignore it until the next
-    /// build.
-    pub fn save_vector_index(&mut self, builds: Vec<VectorIndexBuild>) -> Result<()> {
-        for b in builds {
-            self.store.set_aux(&ann_blob(&b.name), &b.blob)?;
-        }
-        Ok(())
     }
 }

@@ -28,6 +28,7 @@ mod derive;
 mod expand;
 mod ingest;
 mod lexical;
+mod live;
 mod models;
 mod pair_model;
 mod quantized;
@@ -38,6 +39,7 @@ mod similar;
 mod strategy;
 mod summarize;
 mod sync;
+mod vector_index;
 #[cfg(feature = "watch")]
 mod watch;
 
@@ -46,7 +48,6 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use ckeep_embed::Embedder;
 use ckeep_index::Bm25;
-use ckeep_store::VectorMatrix;
 
 pub use analysis::AnalyzerChoice;
 pub use ckeep_index::Analyzer;
@@ -55,7 +56,7 @@ pub use ckeep_store::MetadataFilter;
 pub use dedup::{
     ChunkMatch, DedupOptions, DedupReport, DuplicateCluster, DuplicatePair, MatchedChunk,
 };
-pub use dense::{ANN_MIN_VECTORS, VectorIndexBuild};
+pub use dense::ANN_MIN_VECTORS;
 pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
@@ -74,6 +75,7 @@ pub use similar::{
 pub use strategy::{Level, MAX_K, Mode, Strategy, StrategyOverrides};
 pub use summarize::{LoadedSummarizer, Summarizer};
 pub use sync::{SyncPlan, SyncReport};
+pub use vector_index::VectorIndexBuild;
 #[cfg(feature = "watch")]
 pub use watch::{Changes, ChangesReport, Debounce, FolderWatch};
 
@@ -228,11 +230,12 @@ pub struct Engine<S> {
 /// Vectors and graphs loaded from the store, each with the store generation it was read at.
 #[derive(Debug, Default)]
 struct Caches {
-    /// Each representation's vectors, normalised, loaded (or derived) on its first dense query.
-    dense: HashMap<String, Loaded<VectorMatrix>>,
+    /// Each representation's vectors, normalised, loaded (or derived) on its first dense query
+    /// and brought up to date from the store's change log after writes.
+    dense: HashMap<String, Loaded<live::DenseIndex>>,
     /// The compact codes of each quantised representation, loaded on its first dense query.
     codes: HashMap<String, Loaded<quantized::CodeMatrix>>,
-    /// The HNSW graph over those vectors (by the generation of the vectors), for large
+    /// The HNSW graph over those vectors' base (by the generation of the base), for large
     /// collections; `None` when the stored one is stale and the engine waits for the background
     /// index.
     ann: HashMap<String, (u64, Option<Arc<ckeep_index::Hnsw>>)>,

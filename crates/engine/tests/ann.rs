@@ -137,3 +137,61 @@ fn hnsw_finds_what_exact_search_finds() {
     assert!(reader.build_vector_index().unwrap().is_empty(), "and current once saved");
     assert_eq!(top(&reader), "quokka", "the rebuilt graph has it");
 }
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, queries, model) = wiki_sentences(dir.path());
+    let mut writer = Engine::new(SqliteStore::open(dir.path()).unwrap())
+        .with_embedder(Arc::clone(&model))
+        .with_background_index();
+    let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
+    assert!(reader.build_vector_index().unwrap().is_empty(), "the ingest persisted the graph");
+    let before = recall(&reader, &queries, "exact=false");
+
+    // Ten rounds, each removing 140 documents and adding 140 (their texts under new ids):
+    // about 10,000 vector changes in all. After each round the reader applies the change log;
+    // every third round the indexer folds them into the graph in place.
+    let ids = writer.store().document_ids().unwrap();
+    let (mut removed, mut added, mut builds) = (0, 0, 0);
+    for round in 0..10 {
+        let gone: Vec<String> = ids[round * 140..(round + 1) * 140].to_vec();
+        let docs: Vec<Document> = gone
+            .iter()
+            .map(|id| {
+                let d = writer.store().document(id).unwrap().unwrap().document;
+                Document::new(format!("copy-{id}"), d.title, d.text)
+            })
+            .collect();
+        removed += gone.iter().map(|id| writer.store().chunks_of(id).unwrap().len()).sum::<usize>();
+        let mut ingest = writer.ingest(&"sentences".parse().unwrap()).unwrap();
+        ingest.remove(gone.iter().cloned());
+        for d in docs {
+            ingest.add(d).unwrap();
+        }
+        added += ingest.finish().unwrap().vectors as usize;
+        // Searchable at once: the first sentence of a new copy is its own best match, and no
+        // removed document comes back.
+        let probe = writer.store().document(&format!("copy-{}", gone[0])).unwrap().unwrap();
+        let strategy = Strategy { mode: Mode::Dense, k: 10, ..Strategy::default() };
+        let first = probe.document.text.split(". ").next().unwrap().to_string();
+        let req = SearchRequest { query: first, strategy, explain: false, filter: None };
+        let found: Vec<String> =
+            reader.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect();
+        assert!(found.contains(&probe.document.id), "round {round}: {found:?}");
+        assert!(found.iter().all(|d| !gone.contains(d)), "round {round}: {found:?}");
+        if round % 3 == 2 {
+            let persisted = reader.build_vector_index().unwrap();
+            assert!(persisted.is_empty(), "round {round}: updated in place, not rebuilt");
+            builds += 1;
+        }
+    }
+    assert!(removed + added >= 9_000, "{removed} removed, {added} added");
+    let after = recall(&reader, &queries, "exact=false");
+    eprintln!(
+        "recall@10 {before:.4} before and {after:.4} after {removed} removals and {added} \
+         additions ({builds} in-place updates of the graph)"
+    );
+    assert!(after >= 0.95, "recall@10 after the changes: {after}");
+}

@@ -101,6 +101,9 @@ impl StoreRead for Declining {
     fn generation(&self) -> Result<u64> {
         self.0.generation()
     }
+    fn vector_changes(&self, repr: &str, since: u64) -> Result<Option<Vec<ChunkId>>> {
+        self.0.vector_changes(repr, since)
+    }
     fn begin_read(&self) -> Result<bool> {
         self.0.begin_read()
     }

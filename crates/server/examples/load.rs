@@ -8,7 +8,9 @@
 //! ```
 //! `--queries`: JSONL with `text` (BEIR queries); `--docs`: JSONL with `_id`/`id`, `text`,
 //! optional `title` (BEIR corpus). With `--pid`, the server's resident memory is sampled each
-//! second. Prints one JSON report on stdout.
+//! second. With `--visible-after`, that long after each acknowledged write one more client
+//! searches densely for the batch's first document by its opening text and counts whether it is
+//! found (how fresh dense search is under writes). Prints one JSON report on stdout.
 #![allow(clippy::missing_panics_doc)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +29,7 @@ struct Args {
     batch: usize,
     pid: Option<u32>,
     strategy: String,
+    visible_after: Option<Duration>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -40,6 +43,7 @@ fn parse_args() -> Result<Args, String> {
         batch: 5,
         pid: None,
         strategy: "mode=hybrid,level=doc,k=10".into(),
+        visible_after: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -54,6 +58,12 @@ fn parse_args() -> Result<Args, String> {
             "--batch" => a.batch = value()?.parse().map_err(|e| format!("--batch: {e}"))?,
             "--pid" => a.pid = Some(value()?.parse().map_err(|e| format!("--pid: {e}"))?),
             "--strategy" => a.strategy = value()?,
+            "--visible-after" => {
+                let s: f64 = value()?.parse().map_err(|e| format!("--visible-after: {e}"))?;
+                a.visible_after = Some(
+                    Duration::try_from_secs_f64(s).map_err(|e| format!("--visible-after: {e}"))?,
+                );
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -102,6 +112,37 @@ fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// For each acknowledged write `(id, opening text, when)`, `after` past its acknowledgement:
+/// whether a dense search for its opening text finds it in the top 10 documents. Returns
+/// (checked, found).
+fn freshness_checks(
+    writes: &std::sync::mpsc::Receiver<(String, String, Instant)>,
+    url: &str,
+    token: Option<&str>,
+    after: Duration,
+) -> (usize, usize) {
+    let agent = agent();
+    let (mut checked, mut found) = (0, 0);
+    for (id, opening, at) in writes {
+        std::thread::sleep((at + after).saturating_duration_since(Instant::now()));
+        let body = json!({"query": opening, "strategy": "mode=dense,level=doc,k=10"});
+        let (status, answer) = post(&agent, url, token, &body);
+        if status != 200 {
+            continue;
+        }
+        checked += 1;
+        let ids: Vec<String> = serde_json::from_str::<Value>(&answer)
+            .ok()
+            .and_then(|v| v["results"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|r| r["doc_id"].as_str().map(str::to_string))
+            .collect();
+        found += usize::from(ids.contains(&id));
+    }
+    (checked, found)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -178,6 +219,11 @@ fn main() {
         })
         .collect();
 
+    let (written, checks) = std::sync::mpsc::channel::<(String, String, Instant)>();
+    let freshness = args.visible_after.map(|after| {
+        let (url, token) = (format!("{}/search", args.url), args.token.clone());
+        std::thread::spawn(move || freshness_checks(&checks, &url, token.as_deref(), after))
+    });
     let ingest = {
         let (failures, url, token) =
             (Arc::clone(&failures), format!("{}/documents", args.url), args.token.clone());
@@ -211,6 +257,11 @@ fn main() {
                     post(&agent, &url, token.as_deref(), &json!({"documents": documents}));
                 latencies.push(t.elapsed().as_secs_f64() * 1000.0);
                 if status == 200 {
+                    let first = &documents[0];
+                    let text = first["text"].as_str().unwrap_or_default();
+                    let opening: String = text.chars().take(200).collect();
+                    let id = first["id"].as_str().unwrap_or_default().to_string();
+                    let _ = written.send((id, opening, Instant::now()));
                     for d in &documents {
                         acknowledged.push((
                             d["id"].as_str().unwrap_or_default().to_string(),
@@ -229,6 +280,8 @@ fn main() {
         c.join().expect("client thread");
     }
     let (acknowledged, mut ingest_ms) = ingest.join().expect("ingest thread");
+    let (checked, visible) =
+        freshness.map(|f| f.join().expect("freshness thread")).unwrap_or_default();
     let elapsed = started.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     let rss = memory.map(|m| m.join().expect("memory thread")).unwrap_or_default();
@@ -269,6 +322,11 @@ fn main() {
             "latency_ms": {"p50": percentile(&ingest_ms, 0.5), "p99": percentile(&ingest_ms, 0.99)},
             "missing_after_run": missing,
         },
+        "dense_freshness": args.visible_after.map(|after| json!({
+            "seconds_after_acknowledgement": after.as_secs_f64(),
+            "checked": checked,
+            "found": visible,
+        })),
         "server_rss_mib": (!rss.is_empty()).then(|| json!({
             "first": rss[0] as f64 / 1024.0,
             "max": *rss.iter().max().unwrap_or(&0) as f64 / 1024.0,

@@ -130,7 +130,8 @@ pub struct ServerConfig {
     pub readers: usize,
     /// Whether concurrent queries share model calls.
     pub batch_queries: bool,
-    /// How often the HNSW graph of a large collection is rebuilt after writes.
+    /// How often the HNSW graph of a large collection is updated after writes (vectors written
+    /// since inserted, removed ones tombstoned; rebuilt when those pass a fifth of it).
     pub index_interval: Duration,
     /// How long after a write dense search may still use the vectors loaded before it (BM25
     /// and reads by id see every committed write at once).
@@ -144,7 +145,7 @@ impl Default for ServerConfig {
             token: None,
             readers: std::thread::available_parallelism().map_or(4, |n| n.get() * 2).max(4),
             batch_queries: true,
-            index_interval: Duration::from_secs(30),
+            index_interval: Duration::from_secs(5),
             refresh_interval: Duration::from_secs(1),
         }
     }
@@ -242,8 +243,8 @@ impl AppState {
         self.writes.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Rebuilds the HNSW graph if writes happened since the last build: built on a reader (so
-    /// ingests go on), saved by the writer.
+    /// Updates the HNSW graph if writes happened since the last update: on a reader (so
+    /// ingests go on); a rebuilt graph is saved by the writer.
     async fn refresh_index(&self) -> Result<(), ApiError> {
         let writes = self.writes.load(Ordering::Relaxed);
         if writes == self.indexed_at.load(Ordering::Relaxed) {
@@ -259,7 +260,7 @@ impl AppState {
 }
 
 impl AppState {
-    /// Rebuilds the HNSW graph every `index_interval` while writes come in, until aborted.
+    /// Updates the HNSW graph every `index_interval` while writes come in, until aborted.
     pub(crate) fn spawn_indexer(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let state = Arc::clone(self);
         tokio::spawn(async move {

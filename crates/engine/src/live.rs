@@ -1,0 +1,279 @@
+//! A representation's vectors as the engine searches them while the store changes: a base
+//! matrix with its HNSW graph, the rows written since (scanned exactly) and the base rows
+//! whose vectors were removed or replaced since (skipped).
+//!
+//! A reader that holds them applies the store's vector change log
+//! ([`ckeep_store::StoreRead::vector_changes`]) instead of reading every vector again after
+//! each write; a server's indexer folds the new rows into the graph (HNSW inserts and
+//! tombstones, [`DenseIndex::absorbed`]) and rebuilds the graph only when removed rows pass
+//! [`REBUILD_SHARE`] of it. So a store under constant writes keeps approximate search.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use ckeep_core::{ChunkHit, ChunkId};
+use ckeep_index::{Hnsw, dot_all};
+use ckeep_store::VectorMatrix;
+
+/// Above this share of removed base rows the graph is rebuilt rather than updated: tombstones
+/// still cost the walks that pass through them.
+pub(crate) const REBUILD_SHARE: f64 = 0.2;
+
+/// A representation's normalised vectors as of one store generation.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DenseIndex {
+    /// The rows the graph indexes, including those removed since (see `removed`).
+    pub base: Arc<VectorMatrix>,
+    /// The generation `base` was read (or last absorbed) at: its graph is cached under it.
+    pub base_generation: u64,
+    /// Each chunk's live row in `base`.
+    rows: Arc<HashMap<ChunkId, u32>>,
+    /// Rows of chunks whose vectors were written after `base_generation`.
+    pub tail: VectorMatrix,
+    /// Rows of `base` whose vectors were removed or replaced since they were read.
+    removed: HashSet<u32>,
+}
+
+/// Hits of `m`'s rows scored against `q`, but for the rows `skip` says.
+fn scan_rows(m: &VectorMatrix, q: &[f32], skip: impl Fn(usize) -> bool) -> Vec<ChunkHit> {
+    dot_all(&m.data, m.dim, q)
+        .into_iter()
+        .enumerate()
+        .filter(|&(i, _)| !skip(i))
+        .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
+        .collect()
+}
+
+/// Appends row `i` of `from` to `to`.
+fn push_row(to: &mut VectorMatrix, from: &VectorMatrix, i: usize) {
+    to.ids.push(from.ids[i]);
+    to.docs.push(from.docs[i]);
+    to.data.extend_from_slice(&from.data[i * from.dim..(i + 1) * from.dim]);
+}
+
+impl DenseIndex {
+    /// All of a representation's vectors, read at `generation`.
+    pub fn full(base: VectorMatrix, generation: u64) -> Self {
+        let rows = base.ids.iter().enumerate().map(|(i, &id)| (id, i as u32)).collect();
+        let tail = VectorMatrix { dim: base.dim, ..VectorMatrix::default() };
+        Self {
+            base: Arc::new(base),
+            base_generation: generation,
+            rows: Arc::new(rows),
+            tail,
+            removed: HashSet::new(),
+        }
+    }
+
+    /// Columns (0 when empty).
+    pub fn dim(&self) -> usize {
+        self.base.dim.max(self.tail.dim)
+    }
+
+    /// Live rows.
+    pub fn len(&self) -> usize {
+        self.base.len() - self.removed.len() + self.tail.len()
+    }
+
+    /// Whether the base is all there is: no rows written or removed since it was read.
+    pub fn is_pure(&self) -> bool {
+        self.tail.is_empty() && self.removed.is_empty()
+    }
+
+    /// The index after the writes that changed the vectors of `changed`, whose vectors now
+    /// are `fresh` (normalised; chunks without one were removed). `None` when `fresh` has
+    /// another dimension: then the caller reads every vector again.
+    pub fn with_changes(&self, changed: &[ChunkId], fresh: &VectorMatrix) -> Option<Self> {
+        if fresh.is_empty() && changed.is_empty() {
+            return Some(self.clone());
+        }
+        if !fresh.is_empty() && self.dim() != 0 && fresh.dim != self.dim() {
+            return None;
+        }
+        let changed_set: HashSet<ChunkId> = changed.iter().copied().collect();
+        let mut removed = self.removed.clone();
+        removed.extend(changed.iter().filter_map(|c| self.rows.get(c).copied()));
+        let dim = self.dim().max(fresh.dim);
+        let mut tail = VectorMatrix { dim, ..VectorMatrix::default() };
+        for i in 0..self.tail.len() {
+            if !changed_set.contains(&self.tail.ids[i]) {
+                push_row(&mut tail, &self.tail, i);
+            }
+        }
+        for i in 0..fresh.len() {
+            push_row(&mut tail, fresh, i);
+        }
+        Some(Self {
+            base: Arc::clone(&self.base),
+            base_generation: self.base_generation,
+            rows: Arc::clone(&self.rows),
+            tail,
+            removed,
+        })
+    }
+
+    /// Every live row scored against `q`; the base searched through `graph` for `candidates`
+    /// when given (a few more when removed rows may take places), the tail always scanned.
+    pub fn search(
+        &self,
+        q: &[f32],
+        graph: Option<&Hnsw>,
+        candidates: usize,
+        ef: usize,
+    ) -> Vec<ChunkHit> {
+        let base = &self.base;
+        let mut hits = match graph {
+            Some(g) => {
+                let asked = candidates + self.removed.len().min(candidates);
+                g.search(&base.data, q, asked, ef.max(asked))
+                    .into_iter()
+                    .filter(|(row, _)| !self.removed.contains(row))
+                    .map(|(row, score)| ChunkHit {
+                        chunk: base.ids[row as usize],
+                        doc: base.docs[row as usize],
+                        score,
+                    })
+                    .collect()
+            }
+            None => scan_rows(base, q, |i| self.removed.contains(&(i as u32))),
+        };
+        if !self.tail.is_empty() {
+            hits.extend(scan_rows(&self.tail, q, |_| false));
+        }
+        hits
+    }
+
+    /// The live rows as one matrix, base rows first: the base itself when nothing changed.
+    pub fn live_matrix(&self) -> Cow<'_, VectorMatrix> {
+        if self.is_pure() {
+            return Cow::Borrowed(&self.base);
+        }
+        let mut m = VectorMatrix { dim: self.dim(), ..VectorMatrix::default() };
+        for i in (0..self.base.len()).filter(|&i| !self.removed.contains(&(i as u32))) {
+            push_row(&mut m, &self.base, i);
+        }
+        for i in 0..self.tail.len() {
+            push_row(&mut m, &self.tail, i);
+        }
+        Cow::Owned(m)
+    }
+
+    /// The live rows in chunk order (how the store reads them, so a graph built over them
+    /// carries the stamp a fresh read would).
+    pub fn sorted_matrix(&self) -> VectorMatrix {
+        let live = self.live_matrix();
+        let mut order: Vec<usize> = (0..live.len()).collect();
+        order.sort_unstable_by_key(|&i| live.ids[i]);
+        let mut m = VectorMatrix { dim: live.dim, ..VectorMatrix::default() };
+        for i in order {
+            push_row(&mut m, &live, i);
+        }
+        m
+    }
+
+    /// Whether the graph should be rebuilt rather than updated.
+    pub fn needs_rebuild(&self) -> bool {
+        self.removed.len() as f64 > REBUILD_SHARE * self.base.len() as f64
+    }
+
+    /// The index with its tail folded into the base, read as of `generation`, and `graph`
+    /// (the base's) updated to match: tail rows inserted, removed rows tombstoned.
+    pub fn absorbed(&self, graph: &Hnsw, generation: u64) -> (Self, Hnsw) {
+        let mut base = VectorMatrix::clone(&self.base);
+        let mut rows = HashMap::clone(&self.rows);
+        let mut graph = graph.clone();
+        for &row in &self.removed {
+            graph.delete(&base.data, row);
+        }
+        for i in 0..self.tail.len() {
+            let row = base.len() as u32;
+            push_row(&mut base, &self.tail, i);
+            rows.insert(self.tail.ids[i], row);
+            graph.insert(&base.data, row);
+        }
+        let tail = VectorMatrix { dim: base.dim, ..VectorMatrix::default() };
+        let index = Self {
+            base: Arc::new(base),
+            base_generation: generation,
+            rows: Arc::new(rows),
+            tail,
+            removed: self.removed.clone(),
+        };
+        (index, graph)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ckeep_core::DocKey;
+    use ckeep_index::HnswParams;
+
+    fn matrix(ids: &[i64], dim: usize, seed: u64) -> VectorMatrix {
+        let mut state = seed;
+        let mut data = Vec::with_capacity(ids.len() * dim);
+        for _ in 0..ids.len() * dim {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            data.push(((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5);
+        }
+        for row in data.chunks_mut(dim) {
+            ckeep_embed::normalize(row);
+        }
+        VectorMatrix {
+            ids: ids.iter().map(|&i| ChunkId(i)).collect(),
+            docs: ids.iter().map(|&i| DocKey(i)).collect(),
+            dim,
+            data,
+        }
+    }
+
+    fn best(hits: &[ChunkHit]) -> ChunkId {
+        hits.iter().max_by(|a, b| a.score.total_cmp(&b.score)).unwrap().chunk
+    }
+
+    #[test]
+    fn changes_replace_remove_and_add_rows_and_absorbing_keeps_the_answers() {
+        let ids: Vec<i64> = (1..=300).collect();
+        let base = matrix(&ids, 8, 1);
+        let index = DenseIndex::full(base.clone(), 5);
+        // Chunk 3 replaced, chunk 7 removed, chunks 301..=310 added.
+        let mut fresh = matrix(&[3], 8, 2);
+        let added = matrix(&(301..=310).collect::<Vec<_>>(), 8, 3);
+        for i in 0..added.len() {
+            push_row(&mut fresh, &added, i);
+        }
+        let changed: Vec<ChunkId> = [3, 7].into_iter().chain(301..=310).map(ChunkId).collect();
+        let changed_index = index.with_changes(&changed, &fresh).unwrap();
+        assert_eq!(changed_index.len(), 300 - 1 + 10);
+        assert!(!changed_index.is_pure() && index.is_pure());
+        let live = changed_index.sorted_matrix();
+        assert_eq!(live.len(), 309);
+        assert!(!live.ids.contains(&ChunkId(7)));
+        let row3 = live.ids.iter().position(|&c| c == ChunkId(3)).unwrap();
+        assert_eq!(&live.data[row3 * 8..row3 * 8 + 8], &fresh.data[..8], "the new vector of 3");
+
+        // Each fresh row is its own best match, and the removed chunk is never returned,
+        // through the graph or the scan, before and after absorbing.
+        let graph = Hnsw::build(&base.data, 8, HnswParams::default());
+        let (absorbed, updated) = changed_index.absorbed(&graph, 9);
+        assert!(absorbed.tail.is_empty() && absorbed.base_generation == 9);
+        for (ix, g) in
+            [(&changed_index, Some(&graph)), (&changed_index, None), (&absorbed, Some(&updated))]
+        {
+            for i in 0..fresh.len() {
+                let hits = ix.search(&fresh.data[i * 8..(i + 1) * 8], g, 10, 64);
+                assert_eq!(best(&hits), fresh.ids[i]);
+            }
+            let old7 = &base.data[6 * 8..7 * 8];
+            assert!(ix.search(old7, g, 10, 64).iter().all(|h| h.chunk != ChunkId(7)));
+            let old3 = &base.data[2 * 8..3 * 8];
+            let hit3 = ix.search(old3, g, 300, 300).into_iter().find(|h| h.chunk == ChunkId(3));
+            assert!(hit3.is_none_or(|h| h.score < 0.999), "the old vector of 3 is gone");
+        }
+        // A change of dimension is not applied.
+        assert!(index.with_changes(&[ChunkId(3)], &matrix(&[3], 4, 2)).is_none());
+    }
+}
