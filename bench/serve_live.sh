@@ -3,12 +3,13 @@
 # latency benchmark's collection — SciFact abstracts, the SQuAD articles, WikiText-2 and the
 # Wikipedia summaries cut into sentences (102,853 chunks) — embedded with potion-base-8M, whose
 # query embedding takes tens of microseconds, so a query's latency is the search's (plus HTTP).
-# bench/serve_load.sh then runs BENCH_CLIENTS (default 2) dense clients for BENCH_SECONDS while
-# one writer adds the SciFact abstracts again under new ids, 5 per request; 1.5 s after each
-# acknowledged write (the refresh interval, 1 s, plus the time to apply it) a dense search
-# checks that it is found.
+# bench/serve_load.sh then runs BENCH_CLIENTS (default 2) clients of dense chunk search (top 10)
+# for BENCH_SECONDS while one writer adds the SciFact abstracts again under new ids, 5 per
+# request, as fast as the server takes them; 1.5 s after each acknowledged write (the refresh
+# interval, 1 s, plus the time to apply it) a dense search checks that it is found.
 #
-# Usage: bench/serve_live.sh   (CKEEP_DATA=DIR; BENCH_SECONDS, BENCH_CLIENTS,
+# Usage: bench/serve_live.sh   (CKEEP_DATA=DIR; BENCH_SECONDS, BENCH_CLIENTS, BENCH_STRATEGY,
+#        BENCH_INGEST=0 for the same queries without writes,
 #        BENCH_SERVE_FLAGS, e.g. "--index-interval 30")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +23,8 @@ def lines(path, prefix, key):
     for line in open(f"{data}/{path}", encoding="utf-8"):
         d = json.loads(line)
         yield {"id": f"{prefix}/{d[key]}", "title": d.get("title", ""), "text": d["text"]}
-with open(f"{out}/initial.jsonl", "w", encoding="utf-8") as f, \
-     open(f"{out}/new.jsonl", "w", encoding="utf-8") as g:
+with open(f"{out}/corpus-initial.jsonl", "w", encoding="utf-8") as f, \
+     open(f"{out}/corpus-new.jsonl", "w", encoding="utf-8") as g:
     for d in lines("beir_scifact/corpus.jsonl", "scifact", "_id"):
         f.write(json.dumps(d) + "\n")
         g.write(json.dumps(dict(d, id="new-" + d["id"])) + "\n")
@@ -36,7 +37,7 @@ with open(f"{out}/initial.jsonl", "w", encoding="utf-8") as f, \
         if (v.get("extract") or "").strip():
             f.write(json.dumps({"id": f"wiki/{key}", "title": v.get("title", ""), "text": v["extract"]}) + "\n")
 PY
-BENCH_DIR="$dir" BENCH_INITIAL_JSONL="$dir/initial.jsonl" BENCH_NEW_JSONL="$dir/new.jsonl" \
+BENCH_DIR="$dir" BENCH_INITIAL_JSONL="$dir/corpus-initial.jsonl" BENCH_NEW_JSONL="$dir/corpus-new.jsonl" \
   BENCH_MODEL=potion-base-8M BENCH_CHUNKER=sentences BENCH_VARIANTS=batch \
-  BENCH_CLIENTS="${BENCH_CLIENTS:-2}" BENCH_STRATEGY="mode=dense,level=doc,k=10" \
+  BENCH_CLIENTS="${BENCH_CLIENTS:-2}" BENCH_STRATEGY="${BENCH_STRATEGY:-mode=dense,k=10}" \
   BENCH_VISIBLE_AFTER=1.5 exec bash bench/serve_load.sh

@@ -97,7 +97,7 @@ for v in sys.argv[1:]:
 print("| variant | queries | q/s | p50 ms | p90 ms | p99 ms | failed | docs added | missing | RSS MiB first / max / last |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.0f} | {r[4]:.0f} | {r[5]:.0f} | {r[6]} | {r[7]} | {r[8]} | {r[9]:.0f} / {r[10]:.0f} / {r[11]:.0f} |")
+    print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.1f} | {r[4]:.1f} | {r[5]:.1f} | {r[6]} | {r[7]} | {r[8]} | {r[9]:.0f} / {r[10]:.0f} / {r[11]:.0f} |")
 for v in sys.argv[1:]:
     f = json.load(open(f"bench/results/serve_load_{v}.json")).get("dense_freshness")
     if f:

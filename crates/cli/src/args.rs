@@ -200,7 +200,7 @@ pub struct ServeArgs {
     /// Seconds between updates of the HNSW graph of a large collection while writes come in:
     /// vectors written since are inserted, removed ones tombstoned (the graph is rebuilt and
     /// saved when those pass a fifth of it).
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub index_interval: f64,
     /// Seconds after a write during which dense search may still use the vectors loaded before
     /// it (near-real-time, like a search engine's refresh interval); BM25 and reads by id see

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ckeep_core::{ChunkHit, ChunkId};
-use ckeep_index::{Hnsw, dot_all};
+use ckeep_index::{Hnsw, dot_all, dot_rows};
 use ckeep_store::VectorMatrix;
 
 /// Above this share of removed base rows the graph is rebuilt rather than updated: tombstones
@@ -35,9 +35,21 @@ pub(crate) struct DenseIndex {
     removed: HashSet<u32>,
 }
 
+/// Up to this many rows are scanned on the query's own thread: the tail of a store under
+/// writes is this small, and a parallel scan would queue behind the ingest's work on the shared
+/// thread pool (it tripled the median latency of dense queries under writes).
+const SCAN_ON_THREAD_ROWS: usize = 32_768;
+
 /// Hits of `m`'s rows scored against `q`, but for the rows `skip` says.
 fn scan_rows(m: &VectorMatrix, q: &[f32], skip: impl Fn(usize) -> bool) -> Vec<ChunkHit> {
-    dot_all(&m.data, m.dim, q)
+    let scores = if m.len() <= SCAN_ON_THREAD_ROWS {
+        let mut scores = Vec::new();
+        dot_rows(&m.data, m.dim, q, &mut scores);
+        scores
+    } else {
+        dot_all(&m.data, m.dim, q)
+    };
+    scores
         .into_iter()
         .enumerate()
         .filter(|&(i, _)| !skip(i))

@@ -115,7 +115,8 @@ fn rss_kib(pid: u32) -> Option<u64> {
 }
 
 /// For each acknowledged write `(id, opening text, when)`, `after` past its acknowledgement:
-/// whether a dense search for its opening text finds it in the top 10 documents. Returns
+/// whether a dense search for its opening text finds it among the documents of the top 10
+/// chunks. Returns
 /// (checked, found).
 fn freshness_checks(
     writes: &std::sync::mpsc::Receiver<(String, String, Instant)>,
@@ -127,7 +128,7 @@ fn freshness_checks(
     let (mut checked, mut found) = (0, 0);
     for (id, opening, at) in writes {
         std::thread::sleep((at + after).saturating_duration_since(Instant::now()));
-        let body = json!({"query": opening, "strategy": "mode=dense,level=doc,k=10"});
+        let body = json!({"query": opening, "strategy": "mode=dense,k=10"});
         let (status, answer) = post(&agent, url, token, &body);
         if status != 200 {
             continue;

@@ -145,7 +145,7 @@ impl Default for ServerConfig {
             token: None,
             readers: std::thread::available_parallelism().map_or(4, |n| n.get() * 2).max(4),
             batch_queries: true,
-            index_interval: Duration::from_secs(5),
+            index_interval: Duration::from_secs(2),
             refresh_interval: Duration::from_secs(1),
         }
     }
@@ -172,9 +172,38 @@ pub struct AppState {
     /// Writes committed, and the count when the vector index was last built.
     writes: AtomicU64,
     indexed_at: AtomicU64,
+    /// Threads of the background index (see [`background_pool`]).
+    index_pool: rayon::ThreadPool,
+    /// The background index's own reader (its connection), lent to the pool while it works.
+    indexer: std::sync::Mutex<Option<StoreEngine>>,
     started: Instant,
     location: String,
     metrics: observe::Metrics,
+}
+
+/// The threads that update and rebuild the HNSW graph: a pool of their own, so a rebuild's
+/// long parallel tasks never hold the shared pool that ingests (and large scans) use — rayon
+/// workers finish their own queued work before taking injected jobs, which stalled a write for
+/// the 50 s of a rebuild — and, on Linux, at nice 10, so queries and writes go first.
+fn background_pool() -> Result<rayon::ThreadPool, ApiError> {
+    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("ckeep-index-{i}"))
+        .start_handler(|_| lower_priority())
+        .build()
+        .map_err(|e| ApiError::internal(format!("cannot start the index threads: {e}")))
+}
+
+/// Lowers the calling thread's scheduling priority to nice 10 (Linux: per thread).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let thread = rustix::thread::gettid();
+        if let Err(e) = rustix::process::setpriority_process(Some(thread), 10) {
+            tracing::debug!(error = %e, "index thread keeps its priority");
+        }
+    }
 }
 
 impl AppState {
@@ -206,6 +235,7 @@ impl AppState {
             }
             readers.push(reader);
         }
+        let indexer = writer.reader(open_reader(location)?);
         let workers =
             Workers::new(writer, readers, config.limits.queue_timeout, config.limits.read_timeout);
         Ok(Arc::new(Self {
@@ -216,6 +246,8 @@ impl AppState {
             batching,
             writes: AtomicU64::new(0),
             indexed_at: AtomicU64::new(0),
+            index_pool: background_pool()?,
+            indexer: std::sync::Mutex::new(Some(indexer)),
             started: Instant::now(),
             location: writer_location,
             metrics: observe::Metrics::default(),
@@ -243,14 +275,30 @@ impl AppState {
         self.writes.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Updates the HNSW graph if writes happened since the last update: on a reader (so
-    /// ingests go on); a rebuilt graph is saved by the writer.
+    /// Updates the HNSW graph if writes happened since the last update: with the background
+    /// index's own reader and threads (so ingests and queries go on); a rebuilt graph is saved
+    /// by the writer.
     async fn refresh_index(&self) -> Result<(), ApiError> {
         let writes = self.writes.load(Ordering::Relaxed);
         if writes == self.indexed_at.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let builds = self.workers.read_untimed(|e| Ok(e.build_vector_index()?)).await?;
+        let taken = self.indexer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let Some(engine) = taken else {
+            return Ok(()); // the previous update still runs
+        };
+        let (done, result) = tokio::sync::oneshot::channel();
+        self.index_pool.spawn(move || {
+            let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                engine.build_vector_index()
+            }));
+            let _ = done.send((engine, built));
+        });
+        let (engine, built) =
+            result.await.map_err(|_| ApiError::internal("the index thread stopped"))?;
+        *self.indexer.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(engine);
+        let builds =
+            built.map_err(|_| ApiError::internal("updating the vector index panicked"))??;
         if !builds.is_empty() {
             self.workers.write(move |e| Ok(e.save_vector_index(builds)?)).await?;
         }
