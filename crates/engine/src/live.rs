@@ -37,7 +37,7 @@ pub(crate) struct DenseIndex {
 
 /// Up to this many rows are scanned on the query's own thread: the tail of a store under
 /// writes is this small, and a parallel scan would queue behind the ingest's work on the shared
-/// thread pool (it tripled the median latency of dense queries under writes).
+/// thread pool.
 const SCAN_ON_THREAD_ROWS: usize = 32_768;
 
 /// Hits of `m`'s rows scored against `q`, but for the rows `skip` says.
