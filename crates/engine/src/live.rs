@@ -42,6 +42,9 @@ const SCAN_ON_THREAD_ROWS: usize = 32_768;
 
 /// Hits of `m`'s rows scored against `q`, but for the rows `skip` says.
 fn scan_rows(m: &VectorMatrix, q: &[f32], skip: impl Fn(usize) -> bool) -> Vec<ChunkHit> {
+    if m.is_empty() {
+        return Vec::new(); // also of no dimension (a store read before any vector)
+    }
     let scores = if m.len() <= SCAN_ON_THREAD_ROWS {
         let mut scores = Vec::new();
         dot_rows(&m.data, m.dim, q, &mut scores);
@@ -287,5 +290,18 @@ mod tests {
         }
         // A change of dimension is not applied.
         assert!(index.with_changes(&[ChunkId(3)], &matrix(&[3], 4, 2)).is_none());
+    }
+
+    #[test]
+    fn vectors_written_after_an_empty_read_are_searched() {
+        let empty = DenseIndex::full(VectorMatrix::default(), 1);
+        assert_eq!((empty.len(), empty.dim()), (0, 0));
+        let fresh = matrix(&[1, 2, 3], 8, 4);
+        let ids = [ChunkId(1), ChunkId(2), ChunkId(3)];
+        let index = empty.with_changes(&ids, &fresh).unwrap();
+        assert_eq!((index.len(), index.dim()), (3, 8));
+        let hits = index.search(&fresh.data[8..16], None, 10, 64);
+        assert_eq!((hits.len(), best(&hits)), (3, ChunkId(2)));
+        assert_eq!(index.sorted_matrix().ids, ids);
     }
 }

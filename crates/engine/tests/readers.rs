@@ -98,3 +98,28 @@ fn readers_follow_writes_strictly_or_within_the_refresh_interval() {
     let got = ids(&fresh, &req);
     assert_eq!(got.len(), 3, "{got:?}");
 }
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models"]
+fn a_reader_that_read_the_store_empty_follows_it_by_the_change_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Engine::new(SqliteStore::open_or_create(dir.path()).unwrap())
+        .with_embedder(model())
+        .with_background_index();
+    add(&mut writer, &[("cats", "Cats purr and chase mice.", serde_json::json!({}))]);
+    let mut ingest = writer.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    ingest.remove(["cats".to_string()]);
+    ingest.finish().unwrap();
+    // Its first read: a store with a model and no vectors left.
+    let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
+    assert!(ids(&reader, &dense("kittens purring")).is_empty());
+    // Vectors written after that are applied from the log, each change exactly once.
+    add(
+        &mut writer,
+        &[("volcano", "Lava flows from the erupting volcano.", serde_json::json!({}))],
+    );
+    add(&mut writer, &[("dogs", "Dogs bark at the mail carrier.", serde_json::json!({}))]);
+    assert_eq!(ids(&reader, &dense("molten rock eruption"))[0], "volcano");
+    assert_eq!(ids(&reader, &dense("barking puppy")).len(), 2);
+    assert!(reader.build_vector_index().unwrap().is_empty(), "too few vectors for a graph");
+}
