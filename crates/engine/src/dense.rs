@@ -242,7 +242,9 @@ impl<S: StoreRead> Engine<S> {
     /// checked against the store, see [`Engine::live_hits`]). After writes, the vectors of a
     /// stored representation are brought up to date from the store's change log.
     pub(crate) fn dense_index(&self, repr: &Resolved) -> Result<(Arc<DenseIndex>, u64, bool)> {
-        self.load_cached(&repr.key, |previous| self.load_dense(repr, previous))
+        self.load_cached(&repr.key, |previous, generation| {
+            self.load_dense(repr, previous, generation)
+        })
     }
 
     /// The representation's live vectors as one matrix, with the generation of their graph
@@ -250,19 +252,20 @@ impl<S: StoreRead> Engine<S> {
     /// since it).
     pub(crate) fn matrix(&self, repr: &Resolved) -> Result<(Arc<VectorMatrix>, Option<u64>)> {
         let (index, _, _) = self.dense_index(repr)?;
-        Ok(match index.live_matrix() {
-            std::borrow::Cow::Borrowed(_) => (Arc::clone(&index.base), Some(index.base_generation)),
-            std::borrow::Cow::Owned(m) => (Arc::new(m), None),
+        Ok(if index.is_pure() {
+            (Arc::clone(&index.base), Some(index.base_generation))
+        } else {
+            (Arc::new(index.sorted_matrix()), None)
         })
     }
 
-    /// The value of type `T` (vectors, codes) cached under `key`, loaded by `load`
-    /// once per store generation — or, with a refresh interval, at most once per interval —
+    /// The value of type `T` (vectors, codes) cached under `key`, loaded by `load` (given
+    /// the value it replaces and the store's generation) once per store generation — or, with a refresh interval, at most once per interval —
     /// with the generation it was read at and whether that is not the store's now.
     pub(crate) fn load_cached<T: Cached>(
         &self,
         key: &str,
-        load: impl FnOnce(Option<&Loaded<T>>) -> Result<T>,
+        load: impl FnOnce(Option<&Loaded<T>>, u64) -> Result<T>,
     ) -> Result<(Arc<T>, u64, bool)> {
         // The generation and the value from one snapshot.
         let _snapshot = ReadSnapshot::begin(&self.store)?;
@@ -287,7 +290,7 @@ impl<S: StoreRead> Engine<S> {
         if let Some(l) = previous.as_ref().filter(|l| l.generation >= current) {
             return Ok((Arc::clone(&l.value), l.generation, l.generation != current));
         }
-        let value = Arc::new(load(previous.as_ref())?);
+        let value = Arc::new(load(previous.as_ref(), current)?);
         let loaded = Loaded {
             value: Arc::clone(&value),
             generation: current,
@@ -298,15 +301,15 @@ impl<S: StoreRead> Engine<S> {
         Ok((value, current, false))
     }
 
-    /// A representation's vectors as of the store's generation now: `previous` with the
-    /// changes since applied when the store logs them and they are few, else all read (or
-    /// derived) again.
+    /// A representation's vectors as of the store's generation now, `generation`: `previous`
+    /// with the changes since applied when the store logs them and they are few, else all read
+    /// (or derived) again.
     fn load_dense(
         &self,
         repr: &Resolved,
         previous: Option<&Loaded<DenseIndex>>,
+        generation: u64,
     ) -> Result<DenseIndex> {
-        let generation = self.store.generation()?;
         if let (Source::Stored(name), Some(previous)) = (&repr.source, previous)
             && let Some(changed) = self.store.vector_changes(name, previous.generation)?
             && changed.len() <= previous.value.len() / 4 + MIN_CHANGES_READ_ALL

@@ -8,7 +8,6 @@
 //! tombstones, [`DenseIndex::absorbed`]) and rebuilds the graph only when removed rows pass
 //! [`REBUILD_SHARE`] of it. So a store under constant writes keeps approximate search.
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -21,13 +20,13 @@ use ckeep_store::VectorMatrix;
 pub(crate) const REBUILD_SHARE: f64 = 0.2;
 
 /// A representation's normalised vectors as of one store generation.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct DenseIndex {
     /// The rows the graph indexes, including those removed since (see `removed`).
     pub base: Arc<VectorMatrix>,
     /// The generation `base` was read (or last absorbed) at: its graph is cached under it.
     pub base_generation: u64,
-    /// Each chunk's live row in `base`.
+    /// Each chunk's latest row in `base` (which `removed` may list since).
     rows: Arc<HashMap<ChunkId, u32>>,
     /// Rows of chunks whose vectors were written after `base_generation`.
     pub tail: VectorMatrix,
@@ -159,30 +158,18 @@ impl DenseIndex {
         hits
     }
 
-    /// The live rows as one matrix, base rows first: the base itself when nothing changed.
-    pub fn live_matrix(&self) -> Cow<'_, VectorMatrix> {
-        if self.is_pure() {
-            return Cow::Borrowed(&self.base);
-        }
-        let mut m = VectorMatrix { dim: self.dim(), ..VectorMatrix::default() };
-        for i in (0..self.base.len()).filter(|&i| !self.removed.contains(&(i as u32))) {
-            push_row(&mut m, &self.base, i);
-        }
-        for i in 0..self.tail.len() {
-            push_row(&mut m, &self.tail, i);
-        }
-        Cow::Owned(m)
-    }
-
     /// The live rows in chunk order (how the store reads them, so a graph built over them
     /// carries the stamp a fresh read would).
     pub fn sorted_matrix(&self) -> VectorMatrix {
-        let live = self.live_matrix();
-        let mut order: Vec<usize> = (0..live.len()).collect();
-        order.sort_unstable_by_key(|&i| live.ids[i]);
-        let mut m = VectorMatrix { dim: live.dim, ..VectorMatrix::default() };
-        for i in order {
-            push_row(&mut m, &live, i);
+        let base = (0..self.base.len())
+            .filter(|&i| !self.removed.contains(&(i as u32)))
+            .map(|i| (&*self.base, i));
+        let mut live: Vec<(&VectorMatrix, usize)> =
+            base.chain((0..self.tail.len()).map(|i| (&self.tail, i))).collect();
+        live.sort_unstable_by_key(|&(m, i)| m.ids[i]);
+        let mut m = VectorMatrix { dim: self.dim(), ..VectorMatrix::default() };
+        for (from, i) in live {
+            push_row(&mut m, from, i);
         }
         m
     }

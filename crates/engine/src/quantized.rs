@@ -61,7 +61,7 @@ impl<S: StoreRead> Engine<S> {
     /// they stream from the store (the float32 matrix is never held whole).
     fn codes(&self, name: &str, kind: Quantization) -> Result<(Arc<CodeMatrix>, u64, bool)> {
         let key = format!("{name}@{kind}");
-        self.load_cached(&key, |_| {
+        self.load_cached(&key, |_, _| {
             // The dimension is known once the first vector arrives.
             let empty = |dim| CodeMatrix {
                 ids: Vec::new(),
