@@ -14,9 +14,12 @@ use std::sync::{Mutex, PoisonError, RwLock};
 
 use rayon::prelude::*;
 
-use crate::vector::dot;
+use crate::vector::{dot, dot_rows_at};
 
+mod lists;
 mod update;
+
+use lists::Lists;
 
 /// Build and search parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +43,8 @@ impl Default for HnswParams {
 pub struct Hnsw {
     dim: usize,
     params: HnswParams,
-    /// `links[node][layer]`: neighbour lists, from layer 0 up to the node's level.
-    links: Vec<Vec<Vec<u32>>>,
+    /// Every node's neighbour lists, from layer 0 up to its level.
+    links: Lists,
     entry: Option<u32>,
     max_level: usize,
     /// Nodes deleted since the build ([`Hnsw::delete`]): still walked through, never returned.
@@ -101,12 +104,6 @@ trait Links: Sync {
     fn each(&self, node: u32, layer: usize, f: impl FnMut(u32));
 }
 
-impl Links for [Vec<Vec<u32>>] {
-    fn each(&self, node: u32, layer: usize, f: impl FnMut(u32)) {
-        self[node as usize][layer].iter().copied().for_each(f);
-    }
-}
-
 impl Links for [Mutex<Vec<Vec<u32>>>] {
     fn each(&self, node: u32, layer: usize, f: impl FnMut(u32)) {
         let lists = self[node as usize].lock().unwrap_or_else(PoisonError::into_inner);
@@ -130,17 +127,29 @@ impl Rows<'_> {
         1.0 - dot(q, self.row(i))
     }
 
+    /// Distances from `q` to the rows `ids`, into `out`: scored four rows at a time, so their
+    /// scattered loads overlap.
+    fn distances(&self, q: &[f32], ids: &[u32], out: &mut Vec<f32>) {
+        dot_rows_at(self.data, self.dim, q, ids, out);
+        for d in out.iter_mut() {
+            *d = 1.0 - *d;
+        }
+    }
+
     /// Walks to ever closer neighbours on one layer until none is closer.
     fn greedy(&self, links: &(impl Links + ?Sized), q: &[f32], mut at: u32, layer: usize) -> u32 {
         let mut best = self.distance(q, at);
+        let (mut ids, mut dists) = (Vec::new(), Vec::new());
         loop {
+            ids.clear();
+            links.each(at, layer, |nb| ids.push(nb));
+            self.distances(q, &ids, &mut dists);
             let mut next = at;
-            links.each(at, layer, |nb| {
-                let d = self.distance(q, nb);
+            for (&nb, &d) in ids.iter().zip(&dists) {
                 if d < best {
                     (best, next) = (d, nb);
                 }
-            });
+            }
             if next == at {
                 return at;
             }
@@ -171,15 +180,20 @@ impl Rows<'_> {
         while best.len() > ef {
             best.pop();
         }
+        // A node's unvisited neighbours are gathered first and scored in one batch.
+        let (mut ids, mut dists) = (Vec::new(), Vec::new());
         while let Some(std::cmp::Reverse(c)) = frontier.pop() {
             if best.len() >= ef && best.peek().is_some_and(|w| c.0 > w.0) {
                 break;
             }
+            ids.clear();
             links.each(c.1, layer, |nb| {
-                if !visited.insert(nb) {
-                    return;
+                if visited.insert(nb) {
+                    ids.push(nb);
                 }
-                let d = self.distance(q, nb);
+            });
+            self.distances(q, &ids, &mut dists);
+            for (&nb, &d) in ids.iter().zip(&dists) {
                 if best.len() < ef || best.peek().is_some_and(|w| d < w.0) {
                     frontier.push(std::cmp::Reverse(Near(d, nb)));
                     best.push(Near(d, nb));
@@ -187,7 +201,7 @@ impl Rows<'_> {
                         best.pop();
                     }
                 }
-            });
+            }
         }
         best.into_sorted_vec()
     }
@@ -254,7 +268,7 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     fn max_links(&self, layer: usize) -> usize {
-        if layer == 0 { 2 * self.params.m } else { self.params.m }
+        update::max_links(self.params, layer)
     }
 
     fn insert(&self, node: u32, level: usize, visited: &mut Visited) {
@@ -309,7 +323,7 @@ impl Hnsw {
             return Self {
                 dim,
                 params,
-                links: Vec::new(),
+                links: Lists::new(update::max_links(params, 0)),
                 entry: None,
                 max_level: 0,
                 deleted: Vec::new(),
@@ -327,11 +341,15 @@ impl Hnsw {
             |visited, i| builder.insert(i as u32, levels[i], visited),
         );
         let (entry, max_level) = builder.top.into_inner().unwrap_or_else(PoisonError::into_inner);
-        let links = builder
-            .links
-            .into_iter()
-            .map(|l| l.into_inner().unwrap_or_else(PoisonError::into_inner))
-            .collect();
+        let mut links = Lists::new(update::max_links(params, 0));
+        for (node, lists) in builder.links.into_iter().enumerate() {
+            let lists = lists.into_inner().unwrap_or_else(PoisonError::into_inner);
+            links.push(lists.len() - 1);
+            for (layer, list) in lists.iter().enumerate() {
+                // Within the maximum: the build prunes every list to it.
+                links.set(node as u32, layer, list);
+            }
+        }
         Self { dim, params, links, entry: Some(entry), max_level, deleted: vec![false; n] }
     }
 
@@ -340,7 +358,7 @@ impl Hnsw {
     pub fn search(&self, data: &[f32], q: &[f32], k: usize, ef: usize) -> Vec<(u32, f32)> {
         let Some(mut at) = self.entry else { return Vec::new() };
         let rows = Rows { data, dim: self.dim };
-        let links = self.links.as_slice();
+        let links = &self.links;
         for layer in (1..=self.max_level).rev() {
             at = rows.greedy(links, q, at, layer);
         }
@@ -367,7 +385,7 @@ impl Hnsw {
 
     /// Whether nothing is indexed.
     pub fn is_empty(&self) -> bool {
-        self.links.is_empty()
+        self.links.len() == 0
     }
 
     /// The graph as bytes: a header, then each node's level and neighbour lists (u32, LE).
@@ -381,11 +399,12 @@ impl Hnsw {
         put(self.links.len() as u64);
         put(self.entry.map_or(u64::from(u32::MAX), u64::from));
         put(self.max_level as u64);
-        for node in &self.links {
-            put(node.len() as u64);
-            for layer in node {
-                put(layer.len() as u64);
-                for &nb in layer {
+        for node in 0..self.links.len() as u32 {
+            put(self.links.level(node) as u64 + 1);
+            for layer in 0..=self.links.level(node) {
+                let list = self.links.get(node, layer);
+                put(list.len() as u64);
+                for &nb in list {
                     put(u64::from(nb));
                 }
             }
@@ -408,17 +427,19 @@ impl Hnsw {
         }
         let (dim, m, ef_construction, n, entry, max_level) =
             (next()?, next()?, next()?, next()?, next()?, next()?);
-        let mut links = Vec::with_capacity(n.min(1 << 26));
-        for _ in 0..n {
+        let mut links =
+            Lists::new(update::max_links(HnswParams { m, ef_construction, seed: 0 }, 0));
+        for node in 0..n as u32 {
             let levels = next()?;
-            let mut node = Vec::with_capacity(levels.min(64));
-            for _ in 0..levels {
+            links.push(levels.checked_sub(1)?.min(64));
+            for layer in 0..levels {
                 let len = next()?;
                 let list: Option<Vec<u32>> =
                     (0..len).map(|_| next().filter(|&nb| nb < n).map(|nb| nb as u32)).collect();
-                node.push(list?);
+                if layer > 64 || !links.set(node, layer, &list?) {
+                    return None;
+                }
             }
-            links.push(node);
         }
         let mut deleted = vec![false; n];
         // Absent in graphs written before deletions existed.
@@ -428,7 +449,7 @@ impl Hnsw {
             }
         }
         let entry = (entry != u32::MAX as usize).then_some(entry as u32);
-        if entry.is_some_and(|e| e as usize >= n || links[e as usize].len() != max_level + 1) {
+        if entry.is_some_and(|e| e as usize >= n || links.level(e) != max_level) {
             return None;
         }
         Some(Self {

@@ -35,7 +35,7 @@ impl Hnsw {
         assert!(data.len() >= (node as usize + 1) * self.dim, "the matrix holds the new row");
         let rows = Rows { data, dim: self.dim };
         let level = level_of(self.params, node);
-        self.links.push(vec![Vec::new(); level + 1]);
+        self.links.push(level);
         self.deleted.push(false);
         let Some(mut entry) = self.entry else {
             (self.entry, self.max_level) = (Some(node), level);
@@ -44,12 +44,12 @@ impl Hnsw {
         let q = rows.row(node);
         let mut visited = Visited::new(self.links.len());
         for layer in (level + 1..=self.max_level).rev() {
-            entry = rows.greedy(self.links.as_slice(), q, entry, layer);
+            entry = rows.greedy(&self.links, q, entry, layer);
         }
         let mut entries = vec![entry];
         for layer in (0..=level.min(self.max_level)).rev() {
             let found = rows.search_layer(
-                self.links.as_slice(),
+                &self.links,
                 q,
                 &entries,
                 self.params.ef_construction,
@@ -59,14 +59,16 @@ impl Hnsw {
             let live: Vec<Near> =
                 found.iter().copied().filter(|n| n.1 != node && !self.is_deleted(n.1)).collect();
             let chosen = rows.select(&live, self.params.m);
-            self.links[node as usize][layer] = chosen.iter().map(|n| n.1).collect();
+            let ids: Vec<u32> = chosen.iter().map(|n| n.1).collect();
+            self.links.set(node, layer, &ids);
             let max = max_links(self.params, layer);
             for &Near(_, nb) in &chosen {
-                let list = &mut self.links[nb as usize][layer];
+                let mut list = self.links.get(nb, layer).to_vec();
                 list.push(node);
                 if list.len() > max {
-                    rows.prune(nb, list, max);
+                    rows.prune(nb, &mut list, max);
                 }
+                self.links.set(nb, layer, &list);
             }
             if !found.is_empty() {
                 entries = found.iter().map(|n| n.1).collect();
@@ -91,17 +93,21 @@ impl Hnsw {
         }
         self.deleted[node as usize] = true;
         let rows = Rows { data, dim: self.dim };
-        for layer in 0..self.links[node as usize].len() {
-            let around: Vec<u32> = self.links[node as usize][layer]
+        for layer in 0..=self.links.level(node) {
+            let around: Vec<u32> = self
+                .links
+                .get(node, layer)
                 .iter()
                 .copied()
                 .filter(|&x| !self.is_deleted(x))
                 .collect();
             for &nb in &around {
-                if !self.links[nb as usize][layer].contains(&node) {
+                if !self.links.get(nb, layer).contains(&node) {
                     continue;
                 }
-                let mut candidates: Vec<u32> = self.links[nb as usize][layer]
+                let mut candidates: Vec<u32> = self
+                    .links
+                    .get(nb, layer)
                     .iter()
                     .chain(&around)
                     .copied()
@@ -114,7 +120,8 @@ impl Hnsw {
                     candidates.into_iter().map(|x| Near(rows.distance(p, x), x)).collect();
                 near.sort();
                 let kept = rows.select(&near, max_links(self.params, layer));
-                self.links[nb as usize][layer] = kept.into_iter().map(|n| n.1).collect();
+                let kept: Vec<u32> = kept.into_iter().map(|n| n.1).collect();
+                self.links.set(nb, layer, &kept);
             }
         }
         if self.entry == Some(node) {
@@ -127,9 +134,9 @@ impl Hnsw {
     fn move_entry(&mut self) {
         let best = (0..self.links.len())
             .filter(|&i| !self.deleted[i])
-            .max_by_key(|&i| (self.links[i].len(), std::cmp::Reverse(i)));
+            .max_by_key(|&i| (self.links.level(i as u32), std::cmp::Reverse(i)));
         if let Some(i) = best {
-            (self.entry, self.max_level) = (Some(i as u32), self.links[i].len() - 1);
+            (self.entry, self.max_level) = (Some(i as u32), self.links.level(i as u32));
         }
     }
 
