@@ -5,8 +5,9 @@
 # query embedding takes tens of microseconds, so a query's latency is the search's (plus HTTP).
 # bench/serve_load.sh then runs BENCH_CLIENTS (default 2) clients of dense chunk search (top 10)
 # for BENCH_SECONDS while one writer adds the SciFact abstracts again under new ids, 5 per
-# request, as fast as the server takes them; 1.5 s after each acknowledged write (the refresh
-# interval, 1 s, plus the time to apply it) a dense search checks that it is found.
+# request, as fast as the server takes them; BENCH_VISIBLE_AFTER seconds (default 1.5: the
+# refresh interval, 1 s, plus the time to apply it) after each acknowledged write a dense search
+# checks that it is found.
 #
 # Usage: bench/serve_live.sh   (CKEEP_DATA=DIR; BENCH_SECONDS, BENCH_CLIENTS, BENCH_STRATEGY,
 #        BENCH_INGEST=0 for the same queries without writes,
@@ -40,4 +41,4 @@ PY
 BENCH_DIR="$dir" BENCH_INITIAL_JSONL="$dir/corpus-initial.jsonl" BENCH_NEW_JSONL="$dir/corpus-new.jsonl" \
   BENCH_MODEL=potion-base-8M BENCH_CHUNKER=sentences BENCH_VARIANTS=batch \
   BENCH_CLIENTS="${BENCH_CLIENTS:-2}" BENCH_STRATEGY="${BENCH_STRATEGY:-mode=dense,k=10}" \
-  BENCH_VISIBLE_AFTER=1.5 exec bash bench/serve_load.sh
+  BENCH_VISIBLE_AFTER="${BENCH_VISIBLE_AFTER:-1.5}" exec bash bench/serve_load.sh
