@@ -20,7 +20,7 @@ use crate::{Caches, Engine, Error, Loaded, PLAIN_REPR, Result};
 pub const ANN_MIN_VECTORS: usize = 20_000;
 
 /// Beam width of HNSW searches (at least the number of candidates asked for).
-const ANN_EF: usize = 128;
+pub(crate) const ANN_EF: usize = 128;
 
 /// Changes applied to loaded vectors rather than reading them all again: up to a quarter of
 /// the rows plus this many (so a small collection still follows its writes by the log).
@@ -38,9 +38,15 @@ pub(crate) fn ann_blob(key: &str) -> String {
 /// What the persisted graph was built over: the vectors' chunk ids and dimension. A graph with
 /// another stamp is stale.
 pub(crate) fn stamp(m: &VectorMatrix) -> [u8; 32] {
+    stamp_of(m.dim, &m.ids)
+}
+
+/// The stamp of rows with these chunk ids, in this order, of dimension `dim`: the same for a
+/// matrix and for the codes of it, so int8 codes can walk the graph built over the floats.
+pub(crate) fn stamp_of(dim: usize, ids: &[ChunkId]) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
-    h.update(&(m.dim as u64).to_le_bytes());
-    for id in &m.ids {
+    h.update(&(dim as u64).to_le_bytes());
+    for id in ids {
         h.update(&id.0.to_le_bytes());
     }
     *h.finalize().as_bytes()
@@ -341,7 +347,7 @@ impl<S: StoreRead> Engine<S> {
     }
 
     /// A representation's vectors read (or derived) from the store, normalised.
-    fn load_matrix(&self, repr: &Resolved) -> Result<VectorMatrix> {
+    pub(crate) fn load_matrix(&self, repr: &Resolved) -> Result<VectorMatrix> {
         let m = match &repr.source {
             Source::Stored(name) => self.store.vectors(name)?,
             Source::SummaryAvg { alpha, summary } => {

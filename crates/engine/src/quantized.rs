@@ -2,16 +2,18 @@
 //! manifest is held in memory as compact codes only (a quarter or a thirty-second of float32);
 //! a query scans the codes, then rescores the best `oversample × candidates` (at most
 //! `oversample × 100`) exactly with their float32 vectors read from the store — as Qdrant's
-//! quantisation does — unless the strategy says `rescore=false`.
+//! quantisation does — unless the strategy says `rescore=false`. In a large collection int8
+//! codes walk the HNSW graph built over the float32 vectors instead of being scanned, when the
+//! store has a current one (`ckeep add` builds it; a server under writes scans).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey};
-use ckeep_index::{Codes, Quantization, dot, top_k};
+use ckeep_index::{Codes, Hnsw, Quantization, dot, top_k};
 use ckeep_store::{Manifest, StoreRead, StoreWrite};
 
-use crate::dense::Cached;
+use crate::dense::{ANN_EF, ANN_MIN_VECTORS, Cached, ann_blob, is_current, stamp_of};
 use crate::{Caches, Engine, Error, Loaded, Result};
 
 /// A representation's vectors as compact codes, with the chunk and document of each row.
@@ -20,6 +22,9 @@ pub(crate) struct CodeMatrix {
     ids: Vec<ChunkId>,
     docs: Vec<DocKey>,
     codes: Codes,
+    /// The store's HNSW graph over these rows, read when a search first needs it; `None`
+    /// when the collection is small, the codes binary, or the stored graph is not current.
+    graph: OnceLock<Option<Arc<Hnsw>>>,
 }
 
 impl Cached for CodeMatrix {
@@ -67,6 +72,7 @@ impl<S: StoreRead> Engine<S> {
                 ids: Vec::new(),
                 docs: Vec::new(),
                 codes: Codes::new(kind, dim).unwrap_or_default(),
+                graph: OnceLock::new(),
             };
             let mut m: Option<CodeMatrix> = None;
             let mut row = Vec::new();
@@ -114,7 +120,12 @@ impl<S: StoreRead> Engine<S> {
             (true, _) => rescored,
         };
         let keep = |row: usize| allowed.is_none_or(|a| a.contains(&m.docs[row]));
-        let found = m.codes.nearest(q, wanted, keep);
+        // A filtered search scans: the graph's best would be filtered after the walk.
+        let walked = (allowed.is_none() && kind == Quantization::Int8)
+            .then(|| self.codes_graph(name, &m))
+            .flatten()
+            .and_then(|graph| graph.search_codes(&m.codes, q, wanted, ANN_EF.max(wanted)));
+        let found = walked.unwrap_or_else(|| m.codes.nearest(q, wanted, keep));
         let hit = |&(row, score): &(u32, f32)| ChunkHit {
             chunk: m.ids[row as usize],
             doc: m.docs[row as usize],
@@ -143,7 +154,26 @@ impl<S: StoreRead> Engine<S> {
         Ok(top_k(hits, candidates))
     }
 
-    /// Bytes the codes of each quantised representation loaded so far take in memory.
+    /// The graph int8 codes `m` of stored representation `name` walk: the store's, if it
+    /// was built over these rows (read once per loaded codes).
+    fn codes_graph(&self, name: &str, m: &CodeMatrix) -> Option<Arc<Hnsw>> {
+        m.graph
+            .get_or_init(|| {
+                if m.ids.len() < ANN_MIN_VECTORS {
+                    return None;
+                }
+                let stamp = stamp_of(m.codes.dim(), &m.ids);
+                let blob = self.store.aux(&ann_blob(name)).ok().flatten()?;
+                is_current(&blob, &stamp)
+                    .then(|| Hnsw::from_bytes(&blob[32..]))
+                    .flatten()
+                    .map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// Bytes each quantised representation loaded so far takes in memory: its codes (and
+    /// chunk ids) as `name@kind`, and the graph they walk, once read, as `name@kind:hnsw`.
     pub fn quantized_memory(&self) -> Vec<(String, usize)> {
         let caches = self.caches.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut all: Vec<(String, usize)> = caches
@@ -151,6 +181,10 @@ impl<S: StoreRead> Engine<S> {
             .iter()
             .map(|(k, l)| (k.clone(), l.value.codes.memory() + 16 * l.value.ids.len()))
             .collect();
+        all.extend(caches.codes.iter().filter_map(|(k, l)| {
+            let graph = l.value.graph.get()?.as_ref()?;
+            Some((format!("{k}:hnsw"), graph.memory()))
+        }));
         all.sort();
         all
     }

@@ -36,16 +36,24 @@ impl<S: StoreRead> Engine<S> {
             return Ok(builds);
         }
         for name in manifest.representations.iter().filter(|r| !r.starts_with("summary:")) {
-            // A quantised representation is searched through its codes, not a graph.
-            if crate::quantized::quantization_of(&manifest, name)? != Quantization::None {
-                continue;
-            }
             let repr = Resolved {
                 key: name.clone(),
                 source: Source::Stored(name.clone()),
                 field: None,
                 quantize: Quantization::None,
             };
+            match crate::quantized::quantization_of(&manifest, name)? {
+                Quantization::None => {}
+                // Binary codes are scanned: their estimates are too coarse to walk a graph.
+                Quantization::Binary => continue,
+                // A server's int8 codes are scanned while writes come in: they are not
+                // updated in place, and a rebuild reads every float32 vector.
+                Quantization::Int8 if self.background_index => continue,
+                Quantization::Int8 => {
+                    builds.extend(self.build_codes_graph(&repr)?);
+                    continue;
+                }
+            }
             let (index, generation, _) = self.dense_index(&repr)?;
             if index.len() < ANN_MIN_VECTORS {
                 continue;
@@ -81,6 +89,24 @@ impl<S: StoreRead> Engine<S> {
             }
         }
         Ok(builds)
+    }
+
+    /// The graph an int8 representation's codes walk, built over its float32 vectors (read
+    /// for the build, then let go) unless the store has a current one. The codes are rows in
+    /// the same order, so the graph is the one the float32 search would use, and stored under
+    /// the same name: switching quantisation on or off keeps it.
+    fn build_codes_graph(&self, repr: &Resolved) -> Result<Option<VectorIndexBuild>> {
+        let m = self.load_matrix(repr)?;
+        let stamp = stamp(&m);
+        if m.len() < ANN_MIN_VECTORS
+            || self.store.aux(&ann_blob(&repr.key))?.is_some_and(|b| is_current(&b, &stamp))
+        {
+            return Ok(None);
+        }
+        let graph = Hnsw::build(&m.data, m.dim, HnswParams::default());
+        let mut blob = stamp.to_vec();
+        blob.extend(graph.to_bytes());
+        Ok(Some(VectorIndexBuild { name: repr.key.clone(), blob }))
     }
 
     /// The graph cached for the vectors of representation `key` read at `generation`.

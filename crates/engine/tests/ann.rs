@@ -10,7 +10,7 @@ use ckeep_core::Document;
 use ckeep_embed::{CachedEmbedder, Embedder};
 use ckeep_engine::{ANN_MIN_VECTORS, Engine, Mode, SearchRequest, Strategy};
 use ckeep_index::Quantization;
-use ckeep_store::{SqliteStore, StoreRead};
+use ckeep_store::{SqliteStore, StoreRead, StoreWrite};
 
 fn data_dir() -> PathBuf {
     std::env::var_os("CKEEP_DATA").map_or_else(
@@ -91,6 +91,43 @@ fn quantised_vectors_keep_the_exact_ranking_in_a_fraction_of_the_memory() {
     engine.set_quantization(None, Quantization::Int8).unwrap();
     let codes_only = recall(&engine, &queries, "rescore=false");
     assert!(codes_only >= 0.9, "int8 codes alone: recall@10 = {codes_only}");
+}
+
+/// The graph an int8 representation's codes walk, and its bytes, if `engine` has read one.
+fn codes_graph_bytes(engine: &Engine<SqliteStore>) -> Option<usize> {
+    engine.quantized_memory().into_iter().find(|(k, _)| k == "plain@int8:hnsw").map(|(_, b)| b)
+}
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn int8_codes_walk_the_stored_graph_and_add_rebuilds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, queries, model) = wiki_sentences(dir.path());
+    let n = engine.store().vectors("plain").unwrap().len();
+    engine.set_quantization(None, Quantization::Int8).unwrap();
+    let through_graph = recall(&engine, &queries, "exact=false");
+    let graph = codes_graph_bytes(&engine).expect("the codes walk the graph built at ingest");
+    eprintln!(
+        "int8 codes through the graph: recall@10 {through_graph:.4}; graph {} bytes per vector",
+        graph / n
+    );
+    assert!(through_graph >= 0.99, "int8 through the graph: recall@10 = {through_graph}");
+    assert!(graph / n < 200, "{graph} bytes of graph for {n} vectors");
+    // A stale graph is not walked: the codes are scanned (and rank as well), until a build
+    // (which `ckeep add` runs) makes one over the float32 vectors again.
+    SqliteStore::open(dir.path()).unwrap().set_aux("hnsw:plain", b"stale").unwrap();
+    let reopen =
+        || Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(Arc::clone(&model));
+    let mut scanning = reopen();
+    let scanned = recall(&scanning, &queries, "exact=false");
+    assert_eq!(codes_graph_bytes(&scanning), None, "a stale graph is not walked");
+    assert!(scanned >= 0.99, "int8 scan: recall@10 = {scanned}");
+    assert!(scanning.refresh_vector_index().unwrap(), "the int8 representation's graph is rebuilt");
+    assert!(!scanning.refresh_vector_index().unwrap(), "and current once saved");
+    let rebuilt = reopen();
+    let again = recall(&rebuilt, &queries, "exact=false");
+    assert!(codes_graph_bytes(&rebuilt).is_some(), "the rebuilt graph is walked");
+    assert!(again >= 0.99, "int8 through the rebuilt graph: recall@10 = {again}");
 }
 
 #[test]

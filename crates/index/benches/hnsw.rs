@@ -4,6 +4,9 @@
 //! vectors, the last 200 held out as queries. Sweeps the beam width; single-threaded searches, the
 //! query set searched five times at each.
 //!
+//! `BENCH_RAW=NAME BENCH_RAW_DIR=DIR BENCH_DIM=D` reads `DIR/NAME.base.f32` and
+//! `NAME.queries.f32` (raw little-endian, as `bench/million.sh` writes them) instead.
+//!
 //! `BENCH_DUMP=DIR` also writes each data set's base vectors, queries (raw little-endian f32)
 //! and exact top-10 (u32) there, so `bench/hnsw_faiss.py` can run FAISS on the very same input.
 //!
@@ -12,7 +15,7 @@
 
 use std::time::Instant;
 
-use ckeep_index::{Hnsw, HnswParams, dot_rows};
+use ckeep_index::{Codes, Hnsw, HnswParams, Quantization, dot, dot_rows};
 
 const QUERIES: usize = 200;
 const K: usize = 10;
@@ -88,6 +91,40 @@ fn run(name: &str, data: &[f32], dim: usize, queries: &[f32]) {
             break;
         }
     }
+    // The same graph walked with int8 codes (a quarter of the float32 rows' memory), twice the
+    // candidates rescored exactly: what the engine does for `--quantize int8`.
+    let codes = Codes::encode(Quantization::Int8, data, dim).expect("int8 codes");
+    let search = |q: &[f32], ef: usize| {
+        let mut got: Vec<(u32, f32)> = graph
+            .search_codes(&codes, q, 2 * K, ef)
+            .expect("codes of the graph's rows")
+            .into_iter()
+            .map(|(i, _)| (i, dot(q, &data[i as usize * dim..(i as usize + 1) * dim])))
+            .collect();
+        got.sort_by(|a, b| b.1.total_cmp(&a.1));
+        got.truncate(K);
+        got
+    };
+    println!("  int8 codes walking the same graph, 2 x {K} candidates rescored:");
+    for ef in [32, 64, 128, 256, 512, 1024] {
+        let started = Instant::now();
+        let mut found = 0;
+        for (q, want) in queries.chunks_exact(dim).zip(&truth) {
+            let got = search(q, ef);
+            found += want.iter().filter(|w| got.iter().any(|g| g.0 == **w)).count();
+        }
+        for _ in 1..PASSES {
+            for q in queries.chunks_exact(dim) {
+                std::hint::black_box(search(q, ef));
+            }
+        }
+        let qps = (PASSES * QUERIES) as f64 / started.elapsed().as_secs_f64();
+        let recall = found as f64 / (QUERIES * K) as f64;
+        println!("  ef {ef:>5}: recall@10 {recall:.4}, {qps:.0} queries/s");
+        if recall >= 0.99 {
+            break;
+        }
+    }
 }
 
 fn dump(dir: &std::path::Path, name: &str, data: &[f32], queries: &[f32], truth: &[Vec<u32>]) {
@@ -99,7 +136,25 @@ fn dump(dir: &std::path::Path, name: &str, data: &[f32], queries: &[f32], truth:
     std::fs::write(dir.join(format!("{name}.truth.u32")), ids).expect("write");
 }
 
+fn read_f32(path: &str) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
 fn main() {
+    // Raw little-endian vectors and queries, as `bench/million.sh` prepares them.
+    if let Ok(name) = std::env::var("BENCH_RAW") {
+        let dir = std::env::var("BENCH_RAW_DIR").expect("BENCH_RAW_DIR");
+        let dim: usize =
+            std::env::var("BENCH_DIM").ok().and_then(|v| v.parse().ok()).unwrap_or(384);
+        let mut data = read_f32(&format!("{dir}/{name}.base.f32"));
+        let mut queries = read_f32(&format!("{dir}/{name}.queries.f32"));
+        data.chunks_exact_mut(dim).for_each(normalize);
+        queries.chunks_exact_mut(dim).for_each(normalize);
+        queries.truncate(QUERIES * dim);
+        run(&name, &data, dim, &queries);
+        return;
+    }
     let n = std::env::var("BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
     if n > 0 {
         run("random", &random(n, 384, 1), 384, &random(QUERIES, 384, 2));

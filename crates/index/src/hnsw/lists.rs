@@ -15,9 +15,11 @@ pub(super) struct Lists {
 }
 
 impl Lists {
-    /// No nodes; layer-0 lists will hold up to `max_bottom` neighbours.
-    pub(super) fn new(max_bottom: usize) -> Self {
-        Self { slot: max_bottom + 1, bottom: Vec::new(), upper: Vec::new() }
+    /// No nodes, room for `nodes` (the flat array grows by doubling past that); layer-0 lists
+    /// will hold up to `max_bottom` neighbours.
+    pub(super) fn with_capacity(max_bottom: usize, nodes: usize) -> Self {
+        let slot = max_bottom + 1;
+        Self { slot, bottom: Vec::with_capacity(nodes * slot), upper: Vec::with_capacity(nodes) }
     }
 
     /// Number of nodes.
@@ -34,6 +36,13 @@ impl Lists {
     pub(super) fn push(&mut self, level: usize) {
         self.bottom.resize(self.bottom.len() + self.slot, 0);
         self.upper.push(vec![Vec::new(); level]);
+    }
+
+    /// Bytes held: the layer-0 slots, a list header per node, and the upper layers' lists.
+    pub(super) fn memory(&self) -> usize {
+        let vec = std::mem::size_of::<Vec<u32>>();
+        let upper: usize = self.upper.iter().flatten().map(|list| vec + 4 * list.capacity()).sum();
+        4 * self.bottom.capacity() + vec * self.upper.len() + upper
     }
 
     /// The top layer `node` is on.
@@ -81,7 +90,7 @@ mod tests {
 
     #[test]
     fn lists_keep_their_layers_apart_and_refuse_overlong_bottoms() {
-        let mut lists = Lists::new(3);
+        let mut lists = Lists::with_capacity(3, 1);
         lists.push(0);
         lists.push(2);
         assert_eq!((lists.len(), lists.level(0), lists.level(1)), (2, 0, 2));

@@ -136,74 +136,12 @@ impl Rows<'_> {
         }
     }
 
-    /// Walks to ever closer neighbours on one layer until none is closer.
-    fn greedy(&self, links: &(impl Links + ?Sized), q: &[f32], mut at: u32, layer: usize) -> u32 {
-        let mut best = self.distance(q, at);
-        let (mut ids, mut dists) = (Vec::new(), Vec::new());
-        loop {
-            ids.clear();
-            links.each(at, layer, |nb| ids.push(nb));
-            self.distances(q, &ids, &mut dists);
-            let mut next = at;
-            for (&nb, &d) in ids.iter().zip(&dists) {
-                if d < best {
-                    (best, next) = (d, nb);
-                }
-            }
-            if next == at {
-                return at;
-            }
-            at = next;
-        }
-    }
-
-    /// Beam search on one layer; returns up to `ef` nearest, sorted by distance.
-    fn search_layer(
-        &self,
-        links: &(impl Links + ?Sized),
-        q: &[f32],
-        entries: &[u32],
-        ef: usize,
-        layer: usize,
-        visited: &mut Visited,
-    ) -> Vec<Near> {
-        visited.clear();
-        let mut frontier: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
-        let mut best: BinaryHeap<Near> = BinaryHeap::new();
-        for &e in entries {
-            if visited.insert(e) {
-                let d = Near(self.distance(q, e), e);
-                frontier.push(std::cmp::Reverse(d));
-                best.push(d);
-            }
-        }
-        while best.len() > ef {
-            best.pop();
-        }
-        // A node's unvisited neighbours are gathered first and scored in one batch.
-        let (mut ids, mut dists) = (Vec::new(), Vec::new());
-        while let Some(std::cmp::Reverse(c)) = frontier.pop() {
-            if best.len() >= ef && best.peek().is_some_and(|w| c.0 > w.0) {
-                break;
-            }
-            ids.clear();
-            links.each(c.1, layer, |nb| {
-                if visited.insert(nb) {
-                    ids.push(nb);
-                }
-            });
-            self.distances(q, &ids, &mut dists);
-            for (&nb, &d) in ids.iter().zip(&dists) {
-                if best.len() < ef || best.peek().is_some_and(|w| d < w.0) {
-                    frontier.push(std::cmp::Reverse(Near(d, nb)));
-                    best.push(Near(d, nb));
-                    if best.len() > ef {
-                        best.pop();
-                    }
-                }
-            }
-        }
-        best.into_sorted_vec()
+    /// `q` as a walk's query over these rows.
+    fn query<'q>(&self, q: &'q [f32]) -> RowQuery<'q>
+    where
+        Self: 'q,
+    {
+        RowQuery { rows: *self, q }
     }
 
     /// The neighbour-selection heuristic over candidates sorted by distance.
@@ -237,6 +175,103 @@ impl Rows<'_> {
         cands.sort();
         *list = self.select(&cands, max).into_iter().map(|n| n.1).collect();
     }
+}
+
+/// Distances from one query to rows of the matrix a graph is over: float32 rows, or int8
+/// codes of them ([`Hnsw::search_codes`]).
+trait Distances {
+    /// Distances to the rows `ids`, into `out` (cleared first).
+    fn distances(&self, ids: &[u32], out: &mut Vec<f32>);
+}
+
+/// A float32 query against float32 rows.
+struct RowQuery<'a> {
+    rows: Rows<'a>,
+    q: &'a [f32],
+}
+
+impl Distances for RowQuery<'_> {
+    fn distances(&self, ids: &[u32], out: &mut Vec<f32>) {
+        self.rows.distances(self.q, ids, out);
+    }
+}
+
+impl Distances for crate::quant::Int8Query<'_> {
+    fn distances(&self, ids: &[u32], out: &mut Vec<f32>) {
+        self.scores_at(ids, out);
+        for d in out.iter_mut() {
+            *d = 1.0 - *d;
+        }
+    }
+}
+
+/// Walks to ever closer neighbours on one layer until none is closer.
+fn greedy(d: &impl Distances, links: &(impl Links + ?Sized), mut at: u32, layer: usize) -> u32 {
+    let (mut ids, mut dists) = (vec![at], Vec::new());
+    d.distances(&ids, &mut dists);
+    let mut best = dists[0];
+    loop {
+        ids.clear();
+        links.each(at, layer, |nb| ids.push(nb));
+        d.distances(&ids, &mut dists);
+        let mut next = at;
+        for (&nb, &dist) in ids.iter().zip(&dists) {
+            if dist < best {
+                (best, next) = (dist, nb);
+            }
+        }
+        if next == at {
+            return at;
+        }
+        at = next;
+    }
+}
+
+/// Beam search on one layer; returns up to `ef` nearest, sorted by distance.
+fn search_layer(
+    d: &impl Distances,
+    links: &(impl Links + ?Sized),
+    entries: &[u32],
+    ef: usize,
+    layer: usize,
+    visited: &mut Visited,
+) -> Vec<Near> {
+    visited.clear();
+    let mut frontier: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
+    let mut best: BinaryHeap<Near> = BinaryHeap::new();
+    // A node's unvisited neighbours are gathered first and scored in one batch.
+    let mut ids: Vec<u32> = entries.iter().copied().filter(|&e| visited.insert(e)).collect();
+    let mut dists = Vec::new();
+    d.distances(&ids, &mut dists);
+    for (&e, &dist) in ids.iter().zip(&dists) {
+        frontier.push(std::cmp::Reverse(Near(dist, e)));
+        best.push(Near(dist, e));
+    }
+    while best.len() > ef {
+        best.pop();
+    }
+    while let Some(std::cmp::Reverse(c)) = frontier.pop() {
+        if best.len() >= ef && best.peek().is_some_and(|w| c.0 > w.0) {
+            break;
+        }
+        ids.clear();
+        links.each(c.1, layer, |nb| {
+            if visited.insert(nb) {
+                ids.push(nb);
+            }
+        });
+        d.distances(&ids, &mut dists);
+        for (&nb, &dist) in ids.iter().zip(&dists) {
+            if best.len() < ef || best.peek().is_some_and(|w| dist < w.0) {
+                frontier.push(std::cmp::Reverse(Near(dist, nb)));
+                best.push(Near(dist, nb));
+                if best.len() > ef {
+                    best.pop();
+                }
+            }
+        }
+    }
+    best.into_sorted_vec()
 }
 
 /// The level of each node: `⌊−ln(u)·mL⌋` from a seeded xorshift64*, so levels are reproducible.
@@ -279,21 +314,15 @@ impl Builder<'_> {
             guard
         });
         let (mut entry, max_level) = top;
-        let q = self.rows.row(node);
+        let q = self.rows.query(self.rows.row(node));
         let links = self.links.as_slice();
         for layer in (level + 1..=max_level).rev() {
-            entry = self.rows.greedy(links, q, entry, layer);
+            entry = greedy(&q, links, entry, layer);
         }
         let mut entries = vec![entry];
         for layer in (0..=level.min(max_level)).rev() {
-            let found = self.rows.search_layer(
-                links,
-                q,
-                &entries,
-                self.params.ef_construction,
-                layer,
-                visited,
-            );
+            let found =
+                search_layer(&q, links, &entries, self.params.ef_construction, layer, visited);
             let chosen = self.rows.select(&found, self.params.m);
             self.links[node as usize].lock().unwrap_or_else(PoisonError::into_inner)[layer] =
                 chosen.iter().map(|n| n.1).collect();
@@ -323,7 +352,7 @@ impl Hnsw {
             return Self {
                 dim,
                 params,
-                links: Lists::new(update::max_links(params, 0)),
+                links: Lists::with_capacity(update::max_links(params, 0), 0),
                 entry: None,
                 max_level: 0,
                 deleted: Vec::new(),
@@ -341,7 +370,7 @@ impl Hnsw {
             |visited, i| builder.insert(i as u32, levels[i], visited),
         );
         let (entry, max_level) = builder.top.into_inner().unwrap_or_else(PoisonError::into_inner);
-        let mut links = Lists::new(update::max_links(params, 0));
+        let mut links = Lists::with_capacity(update::max_links(params, 0), n);
         for (node, lists) in builder.links.into_iter().enumerate() {
             let lists = lists.into_inner().unwrap_or_else(PoisonError::into_inner);
             links.push(lists.len() - 1);
@@ -356,11 +385,32 @@ impl Hnsw {
     /// The `k` rows most similar to `q` (normalised) as `(row, cosine)`, best first; `ef` ≥ k
     /// is the beam width (larger: better recall, slower).
     pub fn search(&self, data: &[f32], q: &[f32], k: usize, ef: usize) -> Vec<(u32, f32)> {
+        self.walk(&Rows { data, dim: self.dim }.query(q), k, ef)
+    }
+
+    /// The same search walked with the int8 codes of the rows the graph was built over (in
+    /// the same order), so the float32 rows need not be in memory: the similarities are the
+    /// codes' estimates, for the caller to rescore. `None` unless `codes` are int8 codes of as
+    /// many rows as the graph has, as long as `q`.
+    pub fn search_codes(
+        &self,
+        codes: &crate::Codes,
+        q: &[f32],
+        k: usize,
+        ef: usize,
+    ) -> Option<Vec<(u32, f32)>> {
+        if codes.len() != self.len() || codes.dim() != q.len() {
+            return None;
+        }
+        Some(self.walk(&codes.int8_query(q)?, k, ef))
+    }
+
+    /// The `k` nearest live rows by `d`, as `(row, similarity)`, best first.
+    fn walk(&self, d: &impl Distances, k: usize, ef: usize) -> Vec<(u32, f32)> {
         let Some(mut at) = self.entry else { return Vec::new() };
-        let rows = Rows { data, dim: self.dim };
         let links = &self.links;
         for layer in (1..=self.max_level).rev() {
-            at = rows.greedy(links, q, at, layer);
+            at = greedy(d, links, at, layer);
         }
         // One mark array per thread, reused: a fresh one per query would zero n words each time.
         thread_local! {
@@ -369,13 +419,18 @@ impl Hnsw {
         VISITED
             .with_borrow_mut(|visited| {
                 visited.grow(self.links.len());
-                rows.search_layer(links, q, &[at], ef.max(k), 0, visited)
+                search_layer(d, links, &[at], ef.max(k), 0, visited)
             })
             .into_iter()
             .filter(|n| !self.is_deleted(n.1))
             .take(k)
             .map(|n| (n.1, 1.0 - n.0))
             .collect()
+    }
+
+    /// Bytes the graph holds in memory (not counting the rows it is over).
+    pub fn memory(&self) -> usize {
+        self.links.memory() + self.deleted.capacity()
     }
 
     /// Number of indexed rows.
@@ -427,8 +482,10 @@ impl Hnsw {
         }
         let (dim, m, ef_construction, n, entry, max_level) =
             (next()?, next()?, next()?, next()?, next()?, next()?);
-        let mut links =
-            Lists::new(update::max_links(HnswParams { m, ef_construction, seed: 0 }, 0));
+        // Every node takes at least two words (its level count and a list length): a header
+        // claiming more nodes than that is refused below, and must not reserve for them here.
+        let max_bottom = update::max_links(HnswParams { m, ef_construction, seed: 0 }, 0);
+        let mut links = Lists::with_capacity(max_bottom, n.min(bytes.len() / 8));
         for node in 0..n as u32 {
             let levels = next()?;
             links.push(levels.checked_sub(1)?.min(64));
@@ -522,6 +579,35 @@ mod tests {
         }
         let recall = hit as f64 / 1000.0;
         assert!(recall >= 0.95, "recall@10 = {recall}");
+    }
+
+    #[test]
+    fn int8_codes_walk_the_float_graph_to_the_same_neighbours() {
+        let (n, dim) = (5000, 32);
+        let data = random(n, dim, 7);
+        let g = Hnsw::build(&data, dim, HnswParams::default());
+        let codes = crate::Codes::encode(crate::Quantization::Int8, &data, dim).unwrap();
+        let queries = random(100, dim, 99);
+        let mut hit = 0;
+        for q in queries.chunks_exact(dim) {
+            let want = exact(&data, dim, q, 10);
+            // Twice the candidates, rescored exactly: what the engine does with int8 codes.
+            let mut got: Vec<(u32, f32)> = g
+                .search_codes(&codes, q, 20, 100)
+                .unwrap()
+                .into_iter()
+                .map(|(i, _)| (i, dot(q, &data[i as usize * dim..(i as usize + 1) * dim])))
+                .collect();
+            got.sort_by(|a, b| b.1.total_cmp(&a.1));
+            hit += want.iter().filter(|w| got[..10].iter().any(|g| g.0 == **w)).count();
+        }
+        let recall = hit as f64 / 1000.0;
+        assert!(recall >= 0.95, "recall@10 through int8 codes = {recall}");
+        let binary = crate::Codes::encode(crate::Quantization::Binary, &data, dim).unwrap();
+        assert!(g.search_codes(&binary, &queries[..dim], 10, 100).is_none());
+        let fewer = crate::Codes::encode(crate::Quantization::Int8, &data[dim..], dim).unwrap();
+        assert!(g.search_codes(&fewer, &queries[..dim], 10, 100).is_none());
+        assert!(g.search_codes(&codes, &queries[..dim - 1], 10, 100).is_none());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! its updates do). A caller rebuilds once [`Hnsw::deleted_count`] is a large share of the
 //! graph, since tombstones still cost the walks that pass through them.
 
-use super::{Hnsw, HnswParams, Near, Rows, Visited};
+use super::{Hnsw, HnswParams, Near, Rows, Visited, greedy, search_layer};
 
 /// The most neighbours a node keeps on `layer` (twice as many on layer 0).
 pub(super) fn max_links(params: HnswParams, layer: usize) -> usize {
@@ -41,16 +41,16 @@ impl Hnsw {
             (self.entry, self.max_level) = (Some(node), level);
             return;
         };
-        let q = rows.row(node);
+        let q = rows.query(rows.row(node));
         let mut visited = Visited::new(self.links.len());
         for layer in (level + 1..=self.max_level).rev() {
-            entry = rows.greedy(&self.links, q, entry, layer);
+            entry = greedy(&q, &self.links, entry, layer);
         }
         let mut entries = vec![entry];
         for layer in (0..=level.min(self.max_level)).rev() {
-            let found = rows.search_layer(
+            let found = search_layer(
+                &q,
                 &self.links,
-                q,
                 &entries,
                 self.params.ef_construction,
                 layer,
