@@ -123,3 +123,40 @@ fn a_reader_that_read_the_store_empty_follows_it_by_the_change_log() {
     assert_eq!(ids(&reader, &dense("barking puppy")).len(), 2);
     assert!(reader.build_vector_index().unwrap().is_empty(), "too few vectors for a graph");
 }
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models"]
+fn a_reader_follows_chinese_writes_by_the_change_log() {
+    let e5 = || {
+        ckeep_embed::load("multilingual-e5-small").expect("ckeep model pull multilingual-e5-small")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Engine::new(SqliteStore::open_or_create(dir.path()).unwrap())
+        .with_embedder(e5())
+        .with_background_index();
+    add(
+        &mut writer,
+        &[
+            ("猫", "猫喜欢晒太阳，也会抓老鼠。", serde_json::json!({})),
+            ("火山", "火山喷发时，熔岩从山顶流下。", serde_json::json!({})),
+        ],
+    );
+    let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
+    assert_eq!(ids(&reader, &dense("小猫在阳光下睡觉"))[0], "猫");
+    // A replaced document (new chunk ids), a new one and a removed one: the reader applies
+    // the vectors that changed, read from the log, to the ones it loaded.
+    add(
+        &mut writer,
+        &[
+            ("猫", "猫一天中大部分时间都在睡觉。", serde_json::json!({})),
+            ("河流", "长江是中国最长的河流，流入东海。", serde_json::json!({})),
+        ],
+    );
+    writer.store_mut().remove(&["火山".to_string()]).unwrap();
+    let got = ids(&reader, &dense("中国最长的河"));
+    assert_eq!(got[0], "河流", "{got:?}");
+    assert!(!got.contains(&"火山".to_string()), "a removed document never surfaces: {got:?}");
+    assert_eq!(got.len(), 2, "{got:?}");
+    // Traditional script finds the same document.
+    assert_eq!(ids(&reader, &dense("中國最長的河流"))[0], "河流");
+}
