@@ -24,7 +24,7 @@ pub(crate) const ANN_EF: usize = 128;
 
 /// Changes applied to loaded vectors rather than reading them all again: up to a quarter of
 /// the rows plus this many (so a small collection still follows its writes by the log).
-const MIN_CHANGES_READ_ALL: usize = 1_024;
+pub(crate) const MIN_CHANGES_READ_ALL: usize = 1_024;
 
 /// Extra neighbours asked of a store that searches its own vectors (see
 /// [`Engine::store_hits`]).

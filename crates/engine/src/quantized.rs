@@ -13,7 +13,9 @@ use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_index::{Codes, Hnsw, Quantization, dot, top_k};
 use ckeep_store::{Manifest, StoreRead, StoreWrite};
 
-use crate::dense::{ANN_EF, ANN_MIN_VECTORS, Cached, ann_blob, is_current, stamp_of};
+use crate::dense::{
+    ANN_EF, ANN_MIN_VECTORS, Cached, MIN_CHANGES_READ_ALL, ann_blob, is_current, stamp_of,
+};
 use crate::{Caches, Engine, Error, Loaded, Result};
 
 /// A representation's vectors as compact codes, with the chunk and document of each row.
@@ -63,10 +65,19 @@ pub(crate) fn quantization_of(manifest: &Manifest, name: &str) -> Result<Quantiz
 
 impl<S: StoreRead> Engine<S> {
     /// The codes of stored representation `name`, normalised then quantised row by row as
-    /// they stream from the store (the float32 matrix is never held whole).
+    /// they stream from the store (the float32 matrix is never held whole). After writes, the
+    /// codes loaded before are brought up to date from the store's change log when the changes
+    /// are few, as float32 vectors are ([`Engine::apply_changes`]).
     fn codes(&self, name: &str, kind: Quantization) -> Result<(Arc<CodeMatrix>, u64, bool)> {
         let key = format!("{name}@{kind}");
-        self.load_cached(&key, |_, _| {
+        self.load_cached(&key, |previous: Option<&Loaded<CodeMatrix>>, _| {
+            if let Some(previous) = previous
+                && let Some(changed) = self.store.vector_changes(name, previous.generation)?
+                && changed.len() <= previous.value.ids.len() / 4 + MIN_CHANGES_READ_ALL
+                && let Some(m) = self.codes_with_changes(&previous.value, name, kind, &changed)?
+            {
+                return Ok(m);
+            }
             // The dimension is known once the first vector arrives.
             let empty = |dim| CodeMatrix {
                 ids: Vec::new(),
@@ -87,6 +98,45 @@ impl<S: StoreRead> Engine<S> {
             })?;
             Ok(m.unwrap_or_else(|| empty(0)))
         })
+    }
+
+    /// `previous` without the rows of the `changed` chunks, plus the codes of those still
+    /// stored, read now. `None` (read everything) unless the result keeps the chunk order a
+    /// full read has — new chunks have larger ids than old ones, so it normally does — or if
+    /// the dimension changed.
+    fn codes_with_changes(
+        &self,
+        previous: &CodeMatrix,
+        name: &str,
+        kind: Quantization,
+        changed: &[ChunkId],
+    ) -> Result<Option<CodeMatrix>> {
+        let gone: HashSet<ChunkId> = changed.iter().copied().collect();
+        let kept: Vec<usize> =
+            (0..previous.ids.len()).filter(|&i| !gone.contains(&previous.ids[i])).collect();
+        let mut codes = if previous.ids.is_empty() {
+            None
+        } else {
+            Some(previous.codes.retain_rows(|i| !gone.contains(&previous.ids[i])))
+        };
+        let mut ids: Vec<ChunkId> = kept.iter().map(|&i| previous.ids[i]).collect();
+        let mut docs: Vec<DocKey> = kept.iter().map(|&i| previous.docs[i]).collect();
+        let (mut in_order, mut row) = (true, Vec::new());
+        self.store.each_vector(name, Some(changed), &mut |chunk, doc, v| {
+            let codes = codes.get_or_insert_with(|| Codes::new(kind, v.len()).unwrap_or_default());
+            if codes.dim() != v.len() || ids.last().is_some_and(|&last| last >= chunk) {
+                in_order = false;
+                return;
+            }
+            row.clear();
+            row.extend_from_slice(v);
+            ckeep_embed::normalize(&mut row);
+            codes.push(&row);
+            ids.push(chunk);
+            docs.push(doc);
+        })?;
+        let Some(codes) = codes.filter(|_| in_order) else { return Ok(None) };
+        Ok(Some(CodeMatrix { ids, docs, codes, graph: OnceLock::new() }))
     }
 
     /// The best `candidates` chunks for `q` under quantised representation `name`: the codes'

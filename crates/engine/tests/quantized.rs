@@ -114,3 +114,40 @@ fn quantising_what_is_not_there_is_a_clear_error() {
     let s: Strategy = "mode=dense,quantize=binary,oversample=4,rescore=false".parse().unwrap();
     assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s, "round trip through text");
 }
+
+#[test]
+fn loaded_codes_follow_writes_by_the_change_log_as_a_full_read_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ckeep_embed::HashingEmbedder::new(256));
+    let open = || {
+        Engine::new(SqliteStore::open_or_create(dir.path()).unwrap()).with_embedder(model.clone())
+    };
+    let mut writer = open();
+    let mut ingest = writer.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    for (id, text) in DOCS {
+        ingest.add(Document::new(id, "", text)).unwrap();
+    }
+    ingest.finish().unwrap();
+    writer.set_quantization(None, Quantization::Int8).unwrap();
+    let reader = open();
+    let queries =
+        ["the knight jumps", "bake the bread", "山上的河流", "星星和太阳", "ships at sea"];
+    let codes_only = |engine: &Engine<SqliteStore>| -> Vec<Vec<(String, f32)>> {
+        queries.iter().map(|q| search(engine, q, "k=8,rescore=false")).collect()
+    };
+    let before = codes_only(&reader);
+    // Replaced, added (English and Chinese) and removed documents.
+    let mut ingest = writer.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    ingest.add(Document::new("chess", "", "A bishop moves diagonally across the board.")).unwrap();
+    ingest.add(Document::new("ships", "", "Ships sail across the sea to distant ports.")).unwrap();
+    ingest.add(Document::new("星星", "", "星星在夜空中闪烁，太阳也是一颗恒星。")).unwrap();
+    ingest.remove(["bread".to_string()]);
+    ingest.finish().unwrap();
+    let after = codes_only(&reader);
+    assert_ne!(after, before, "the reader saw the writes");
+    let fresh = open();
+    assert_eq!(after, codes_only(&fresh), "the same codes, in the same order, as a full read");
+    assert_eq!(reader.quantized_memory(), fresh.quantized_memory());
+    assert_eq!(top(&reader, "星星和太阳", "k=1"), "星星");
+    assert!(search(&reader, "bake the bread", "k=8").iter().all(|h| h.0 != "bread"));
+}

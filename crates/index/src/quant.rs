@@ -22,6 +22,10 @@ use rayon::prelude::*;
 
 use crate::vector::simd;
 
+mod walk;
+
+pub(crate) use walk::Int8Query;
+
 /// How a representation's vectors are held in memory for search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Quantization {
@@ -167,6 +171,22 @@ impl Codes {
         if self.kind == CodeKind::Int8 {
             self.scales.reserve(rows);
         }
+    }
+
+    /// The codes of the rows `keep` accepts, in order: how a reader drops the rows removed
+    /// or replaced since it loaded them, without reading the others again.
+    #[must_use]
+    pub fn retain_rows(&self, keep: impl Fn(usize) -> bool) -> Self {
+        let stride = self.stride().max(1);
+        let mut out =
+            Self { kind: self.kind, dim: self.dim, bytes: Vec::new(), scales: Vec::new() };
+        for (i, row) in self.bytes.chunks_exact(stride).enumerate().filter(|(i, _)| keep(*i)) {
+            out.bytes.extend_from_slice(row);
+            if let Some(&scale) = self.scales.get(i) {
+                out.scales.push(scale);
+            }
+        }
+        out
     }
 
     /// Appends the code of `row` (`dim` values; a NaN counts as 0).
@@ -369,67 +389,6 @@ impl Codes {
     }
 }
 
-/// A query prepared against int8 codes, for scoring rows picked one batch at a time (a graph
-/// walk, [`crate::Hnsw::search_codes`]) rather than scanned in order.
-pub(crate) struct Int8Query<'a> {
-    codes: &'a Codes,
-    q: Vec<i16>,
-    scale: f32,
-}
-
-impl Codes {
-    /// `q` (normalised, `dim` long) prepared for [`Int8Query::scores_at`]; `None` for
-    /// binary codes, whose scores are too coarse to steer a graph walk.
-    pub(crate) fn int8_query(&self, q: &[f32]) -> Option<Int8Query<'_>> {
-        match self.prepare(q) {
-            Prepared::Int8(q, scale) => Some(Int8Query { codes: self, q, scale }),
-            Prepared::Binary(..) => None,
-        }
-    }
-}
-
-impl Int8Query<'_> {
-    /// The estimated cosines of rows `ids`, into `out` (cleared first), under one dispatch.
-    pub(crate) fn scores_at(&self, ids: &[u32], out: &mut Vec<f32>) {
-        out.clear();
-        let q = &self.q;
-        #[cfg(target_arch = "x86_64")]
-        {
-            use pulp::x86::{V3, V4};
-            if crate::vector::avx512_allowed()
-                && let Some(simd) = V4::try_new()
-            {
-                return simd.vectorize(
-                    #[inline(always)]
-                    || self.each_row(ids, out, |r| x86::dot_avx512(simd, r, q)),
-                );
-            }
-            if let Some(simd) = V3::try_new() {
-                return simd.vectorize(
-                    #[inline(always)]
-                    || self.each_row(ids, out, |r| x86::dot_avx2(simd, r, q)),
-                );
-            }
-        }
-        simd(
-            #[inline(always)]
-            || self.each_row(ids, out, |r| dot_i8_i16(r, q)),
-        );
-    }
-
-    /// Appends the score of each row of `ids`, `dot` giving its integer product with the
-    /// query; generic so the kernel inlines into the dispatched function.
-    #[inline(always)]
-    fn each_row(&self, ids: &[u32], out: &mut Vec<f32>, dot: impl Fn(&[u8]) -> i32) {
-        let (codes, stride) = (self.codes, self.codes.stride());
-        for &i in ids {
-            let i = i as usize;
-            let row = &codes.bytes[i * stride..(i + 1) * stride];
-            out.push(dot(row) as f32 * codes.scales[i] * self.scale);
-        }
-    }
-}
-
 /// Bits in which `a` and `b` differ.
 #[inline(always)]
 fn hamming(a: &[u8], b: &[u8]) -> u32 {
@@ -612,6 +571,24 @@ mod tests {
         }
         assert!("int4".parse::<Quantization>().is_err());
         assert!(Codes::new(Quantization::None, 4).is_none());
+    }
+
+    #[test]
+    fn retained_rows_are_the_codes_of_those_rows() {
+        let dim = 40;
+        let rows = unit_rows(9, dim, 5);
+        for kind in [Quantization::Int8, Quantization::Binary] {
+            let all = Codes::encode(kind, &rows, dim).unwrap();
+            let odd = all.retain_rows(|i| i % 2 == 1);
+            let kept: Vec<f32> = rows
+                .chunks_exact(dim)
+                .enumerate()
+                .filter(|(i, _)| i % 2 == 1)
+                .flat_map(|(_, r)| r.to_vec())
+                .collect();
+            assert_eq!(odd, Codes::encode(kind, &kept, dim).unwrap(), "{kind}");
+            assert_eq!(odd.len(), 4);
+        }
     }
 
     #[test]
