@@ -202,9 +202,9 @@ pub struct ServeArgs {
     /// saved when those pass a fifth of it).
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub index_interval: f64,
-    /// Seconds after a write during which dense search may still use the vectors loaded before
-    /// it (near-real-time, like a search engine's refresh interval); BM25 and reads by id see
-    /// every acknowledged write at once. 0 reloads after every write.
+    /// Seconds within which dense search finds an acknowledged write (near-real-time, like a
+    /// search engine's refresh interval; vectors catch up at most twice per interval); BM25
+    /// and reads by id see every acknowledged write at once. 0 catches up after every write.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
     pub refresh_interval: f64,
     /// Also keep the store in line with these files or folders while serving (repeatable), as

@@ -280,13 +280,15 @@ impl<S: StoreRead> Engine<S> {
             let caches = self.caches.read().unwrap_or_else(std::sync::PoisonError::into_inner);
             T::slot(&caches).get(key).cloned()
         };
-        // Reuse: current; or newer than this (old) snapshot; or within the refresh interval,
-        // or while another query reloads.
+        // Reuse: current; or newer than this (old) snapshot; or read less than half the
+        // refresh interval ago, or while another query reloads. Half: a write that lands just
+        // after a read is then picked up by a reload that starts half an interval later and
+        // finishes (reading only the changed vectors) well within the interval it was promised.
         let reusable = |l: &Loaded<T>| {
             l.generation >= current
                 || self
                     .refresh_interval
-                    .is_some_and(|i| l.at.elapsed() < i || self.loading.try_lock().is_err())
+                    .is_some_and(|i| l.at.elapsed() < i / 2 || self.loading.try_lock().is_err())
         };
         if let Some(l) = cached().filter(reusable) {
             return Ok((l.value, l.generation, l.generation != current));
@@ -296,12 +298,10 @@ impl<S: StoreRead> Engine<S> {
         if let Some(l) = previous.as_ref().filter(|l| l.generation >= current) {
             return Ok((Arc::clone(&l.value), l.generation, l.generation != current));
         }
+        // Aged from when the store was read, not from when the load finished.
+        let started = std::time::Instant::now();
         let value = Arc::new(load(previous.as_ref(), current)?);
-        let loaded = Loaded {
-            value: Arc::clone(&value),
-            generation: current,
-            at: std::time::Instant::now(),
-        };
+        let loaded = Loaded { value: Arc::clone(&value), generation: current, at: started };
         let mut caches = self.caches.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         T::slot_mut(&mut caches).insert(key.to_string(), loaded);
         Ok((value, current, false))

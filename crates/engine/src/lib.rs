@@ -220,8 +220,9 @@ pub struct Engine<S> {
     /// Whether the HNSW graph is kept current by the caller (a server's background task)
     /// rather than built at ingest or on a query that finds it stale.
     background_index: bool,
-    /// With `Some`, loaded vectors older than the store are reused for up to this long (their
-    /// hits checked against the store) instead of reloaded after every write.
+    /// With `Some`, loaded vectors older than the store are reused for up to half this long
+    /// (their hits checked against the store) instead of reloaded after every write, so a
+    /// write reaches dense search within it.
     refresh_interval: Option<std::time::Duration>,
     /// Where language-model summaries are cached (`None`: not cached).
     generation_cache: Option<std::path::PathBuf>,
@@ -289,11 +290,12 @@ impl<S> Engine<S> {
         }
     }
 
-    /// The same engine with near-real-time dense search: after writes, vectors are reloaded
-    /// at most once per `interval`, and meanwhile the loaded ones are searched and their hits
+    /// The same engine with near-real-time dense search: a write is found by dense search
+    /// within `interval` (vectors are brought up to date at most twice per interval, reading
+    /// only the changed ones), and meanwhile the loaded ones are searched and their hits
     /// checked against the store (chunks removed since are dropped; chunks added since are
-    /// found by BM25 at once and by dense search after the reload). For servers under a steady
-    /// stream of writes, where reloading every vector after each write would stall queries.
+    /// found by BM25 at once). For servers under a steady stream of writes, where catching up
+    /// after every write would take the queries' time.
     #[must_use]
     pub fn with_refresh_interval(mut self, interval: std::time::Duration) -> Self {
         self.refresh_interval = Some(interval);
