@@ -220,11 +220,7 @@ impl<S: StoreRead> Engine<S> {
         if let Some(g) = cached() {
             return g;
         }
-        let stamp = stamp(m);
-        let stored = self.store.aux(&ann_blob(key)).ok().flatten().and_then(|bytes| {
-            is_current(&bytes, &stamp).then(|| Hnsw::from_bytes(&bytes[32..])).flatten()
-        });
-        let g = match stored {
+        let g = match self.stored_graph(key, &stamp(m)) {
             Some(g) => Some(Arc::new(g)),
             None if self.background_index => None,
             None => Some(Arc::new(Hnsw::build(&m.data, m.dim, HnswParams::default()))),
@@ -235,6 +231,13 @@ impl<S: StoreRead> Engine<S> {
             caches.ann.insert(key.to_string(), (generation, g.clone()));
         }
         g
+    }
+
+    /// The graph the store keeps for representation `key`, if it was built over rows with
+    /// this stamp (a missing, stale or unreadable one is `None`).
+    pub(crate) fn stored_graph(&self, key: &str, stamp: &[u8; 32]) -> Option<Hnsw> {
+        let bytes = self.store.aux(&ann_blob(key)).ok().flatten()?;
+        is_current(&bytes, stamp).then(|| Hnsw::from_bytes(&bytes[32..])).flatten()
     }
 
     /// The plain representation, resolved.

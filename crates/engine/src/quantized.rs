@@ -13,9 +13,7 @@ use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_index::{Codes, Hnsw, Quantization, dot, top_k};
 use ckeep_store::{Manifest, StoreRead, StoreWrite};
 
-use crate::dense::{
-    ANN_EF, ANN_MIN_VECTORS, Cached, MIN_CHANGES_READ_ALL, ann_blob, is_current, stamp_of,
-};
+use crate::dense::{ANN_EF, ANN_MIN_VECTORS, Cached, MIN_CHANGES_READ_ALL, stamp_of};
 use crate::{Caches, Engine, Error, Loaded, Result};
 
 /// A representation's vectors as compact codes, with the chunk and document of each row.
@@ -112,15 +110,11 @@ impl<S: StoreRead> Engine<S> {
         changed: &[ChunkId],
     ) -> Result<Option<CodeMatrix>> {
         let gone: HashSet<ChunkId> = changed.iter().copied().collect();
-        let kept: Vec<usize> =
-            (0..previous.ids.len()).filter(|&i| !gone.contains(&previous.ids[i])).collect();
-        let mut codes = if previous.ids.is_empty() {
-            None
-        } else {
-            Some(previous.codes.retain_rows(|i| !gone.contains(&previous.ids[i])))
-        };
-        let mut ids: Vec<ChunkId> = kept.iter().map(|&i| previous.ids[i]).collect();
-        let mut docs: Vec<DocKey> = kept.iter().map(|&i| previous.docs[i]).collect();
+        let live: Vec<bool> = previous.ids.iter().map(|id| !gone.contains(id)).collect();
+        let mut codes = (!previous.ids.is_empty()).then(|| previous.codes.retain_rows(|i| live[i]));
+        let kept = (0..live.len()).filter(|&i| live[i]);
+        let mut ids: Vec<ChunkId> = kept.clone().map(|i| previous.ids[i]).collect();
+        let mut docs: Vec<DocKey> = kept.map(|i| previous.docs[i]).collect();
         let (mut in_order, mut row) = (true, Vec::new());
         self.store.each_vector(name, Some(changed), &mut |chunk, doc, v| {
             let codes = codes.get_or_insert_with(|| Codes::new(kind, v.len()).unwrap_or_default());
@@ -212,12 +206,7 @@ impl<S: StoreRead> Engine<S> {
                 if m.ids.len() < ANN_MIN_VECTORS {
                     return None;
                 }
-                let stamp = stamp_of(m.codes.dim(), &m.ids);
-                let blob = self.store.aux(&ann_blob(name)).ok().flatten()?;
-                is_current(&blob, &stamp)
-                    .then(|| Hnsw::from_bytes(&blob[32..]))
-                    .flatten()
-                    .map(Arc::new)
+                self.stored_graph(name, &stamp_of(m.codes.dim(), &m.ids)).map(Arc::new)
             })
             .clone()
     }

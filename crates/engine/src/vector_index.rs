@@ -19,6 +19,15 @@ pub struct VectorIndexBuild {
     blob: Vec<u8>,
 }
 
+impl VectorIndexBuild {
+    /// `graph` of representation `name`, behind the stamp of the rows it was built over.
+    fn new(name: &str, stamp: [u8; 32], graph: &Hnsw) -> Self {
+        let mut blob = stamp.to_vec();
+        blob.extend(graph.to_bytes());
+        Self { name: name.to_string(), blob }
+    }
+}
+
 impl<S: StoreRead> Engine<S> {
     /// Brings the HNSW graph of each stored chunk-level representation whose collection is
     /// large enough up to date with its vectors. Reads only, so a server does it while its
@@ -61,16 +70,14 @@ impl<S: StoreRead> Engine<S> {
             let graph = self.cached_graph(name, index.base_generation);
             if index.is_pure() {
                 let stamp = stamp(&index.base);
-                if self.store.aux(&ann_blob(name))?.is_some_and(|b| is_current(&b, &stamp)) {
+                if self.has_current_graph(name, &stamp)? {
                     continue;
                 }
                 let graph = graph.unwrap_or_else(|| {
                     Arc::new(Hnsw::build(&index.base.data, index.base.dim, HnswParams::default()))
                 });
-                let mut blob = stamp.to_vec();
-                blob.extend(graph.to_bytes());
+                builds.push(VectorIndexBuild::new(name, stamp, &graph));
                 self.install_graph(name, index.base_generation, graph);
-                builds.push(VectorIndexBuild { name: name.clone(), blob });
                 continue;
             }
             match graph {
@@ -81,10 +88,8 @@ impl<S: StoreRead> Engine<S> {
                 _ => {
                     let m = index.sorted_matrix();
                     let graph = Arc::new(Hnsw::build(&m.data, m.dim, HnswParams::default()));
-                    let mut blob = stamp(&m).to_vec();
-                    blob.extend(graph.to_bytes());
+                    builds.push(VectorIndexBuild::new(name, stamp(&m), &graph));
                     self.install(&repr, DenseIndex::full(m, generation), generation, graph)?;
-                    builds.push(VectorIndexBuild { name: name.clone(), blob });
                 }
             }
         }
@@ -98,15 +103,16 @@ impl<S: StoreRead> Engine<S> {
     fn build_codes_graph(&self, repr: &Resolved) -> Result<Option<VectorIndexBuild>> {
         let m = self.load_matrix(repr)?;
         let stamp = stamp(&m);
-        if m.len() < ANN_MIN_VECTORS
-            || self.store.aux(&ann_blob(&repr.key))?.is_some_and(|b| is_current(&b, &stamp))
-        {
+        if m.len() < ANN_MIN_VECTORS || self.has_current_graph(&repr.key, &stamp)? {
             return Ok(None);
         }
         let graph = Hnsw::build(&m.data, m.dim, HnswParams::default());
-        let mut blob = stamp.to_vec();
-        blob.extend(graph.to_bytes());
-        Ok(Some(VectorIndexBuild { name: repr.key.clone(), blob }))
+        Ok(Some(VectorIndexBuild::new(&repr.key, stamp, &graph)))
+    }
+
+    /// Whether the store keeps a graph for `name` built over rows with this stamp.
+    fn has_current_graph(&self, name: &str, stamp: &[u8; 32]) -> Result<bool> {
+        Ok(self.store.aux(&ann_blob(name))?.is_some_and(|b| is_current(&b, stamp)))
     }
 
     /// The graph cached for the vectors of representation `key` read at `generation`.
