@@ -3,8 +3,9 @@
 # BENCH_INITIAL abstracts (default 4,000; paragraph chunks, all-MiniLM-L6-v2); then 32 clients
 # send the SciFact queries (hybrid, documents, k=10) for BENCH_SECONDS (default 60) while one
 # more client adds the remaining abstracts 5 per request (then adds them again under new ids, so
-# it writes for the whole run). Reports throughput, p50/p90/p99
-# latency, failed requests and the server's resident memory; afterwards every acknowledged
+# it writes for the whole run). Reports throughput, p50/p90/p99 latency, failed requests, the
+# server's resident memory and, from each answer's Server-Timing header, the search's own time
+# apart from the query's embedding and the wait for a reader; afterwards every acknowledged
 # document is read back and `ckeep check` runs on the store.
 #
 # Each variant runs on a fresh copy of the same store: `batch` (concurrent queries share model
@@ -99,6 +100,12 @@ print("|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.1f} | {r[4]:.1f} | {r[5]:.1f} | {r[6]} | {r[7]} | {r[8]} | {r[9]:.0f} / {r[10]:.0f} / {r[11]:.0f} |")
 for v in sys.argv[1:]:
+    s = json.load(open(f"bench/results/serve_load_{v}.json")).get("server_ms")
+    if s:
+        print(f"{v}, the server's Server-Timing p50 / p99 ms: search (without embedding or waiting) "
+              f"{s['search']['p50']:.2f} / {s['search']['p99']:.2f}, query embedding "
+              f"{s['embed']['p50']:.2f} / {s['embed']['p99']:.2f}, wait for a reader "
+              f"{s['wait']['p50']:.2f} / {s['wait']['p99']:.2f}")
     f = json.load(open(f"bench/results/serve_load_{v}.json")).get("dense_freshness")
     if f:
         print(f"{v}: {f['found']} of {f['checked']} acknowledged writes found by dense search "

@@ -68,7 +68,7 @@ pub use pair_model::{
 };
 pub use represent::{ContextParts, Fields, Representation, parse_list as parse_representations};
 pub use rerank::DEFAULT_RERANK_K;
-pub use search::{MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult};
+pub use search::{MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult, SearchTiming};
 pub use similar::{
     ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,
 };

@@ -67,6 +67,19 @@ pub struct SearchResponse {
     pub strategy: String,
     /// Results, best first.
     pub results: Vec<SearchResult>,
+    /// Where the time went; not part of the JSON (a server sends it as `Server-Timing`).
+    #[serde(skip)]
+    pub timing: SearchTiming,
+}
+
+/// Time spent in one search, so that the query's embedding (a model's cost) can be told apart
+/// from the search itself (the index's cost) by anyone measuring either.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SearchTiming {
+    /// Embedding the query (zero for BM25 search).
+    pub embed: std::time::Duration,
+    /// The whole search, embedding included.
+    pub total: std::time::Duration,
 }
 
 /// One result: a chunk, or a document with the chunks that ranked it.
@@ -233,10 +246,13 @@ impl<S: StoreRead> Engine<S> {
 
     /// Runs a search.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
-        match &req.strategy.rerank {
+        let started = std::time::Instant::now();
+        let mut response = match &req.strategy.rerank {
             Some(spec) => self.search_reranked(req, spec),
             None => self.search_ranked(req),
-        }
+        }?;
+        response.timing.total = started.elapsed();
+        Ok(response)
     }
 
     /// The search without its rerank stage.
@@ -254,8 +270,9 @@ impl<S: StoreRead> Engine<S> {
             .iter()
             .map(|r| r.resolve(summarizer.as_deref(), &manifest, strategy.mode.needs_model()))
             .collect::<Result<Vec<_>>>()?;
-        let q =
-            if strategy.mode.needs_model() { Some(self.query_vector(&req.query)?) } else { None };
+        let embedding = std::time::Instant::now();
+        let q = strategy.mode.needs_model().then(|| self.query_vector(&req.query)).transpose()?;
+        let embed = embedding.elapsed();
         let allowed = allowed.as_ref();
         let analyzer = crate::analysis::of_store(&manifest)?;
         let score = |repr: &Resolved| {
@@ -282,37 +299,7 @@ impl<S: StoreRead> Engine<S> {
                 fuse_documents(lists, strategy.k)
             }
         };
-        // Every result's chunks in one look-up (one round trip on a database server).
-        let ids: Vec<ChunkId> =
-            groups.iter().flat_map(|g| g.chunks.iter().map(|h| h.chunk)).collect();
-        let records: HashMap<ChunkId, StoredChunk> =
-            self.store.chunks_by_id(&ids)?.into_iter().map(|r| (r.id, r)).collect();
-        let mut contexts = Vec::with_capacity(groups.len());
-        for group in groups {
-            let chunks: Vec<(ChunkHit, Span)> = group
-                .chunks
-                .iter()
-                .filter_map(|h| records.get(&h.chunk).map(|r| (*h, r.chunk.span)))
-                .collect();
-            // A document result shows its best chunks' text; all its chunks are listed.
-            let mut spans: Vec<Span> =
-                chunks.iter().take(DOC_TEXT_CHUNKS).map(|(_, s)| *s).collect();
-            spans.sort_unstable();
-            contexts.push(Context {
-                doc: group.doc,
-                score: group.score,
-                spans,
-                chunks,
-                headings: group
-                    .chunks
-                    .iter()
-                    .find_map(|h| records.get(&h.chunk))
-                    .map(|r| r.chunk.heading_path())
-                    .unwrap_or_default(),
-                node: None,
-            });
-        }
-        let contexts = self.expand(contexts, strategy.expand)?;
+        let contexts = self.expand(self.contexts_of(groups)?, strategy.expand)?;
         // Every text and document id in one look-up each.
         let wanted: Vec<(DocKey, Span)> =
             contexts.iter().flat_map(|c| c.spans.iter().map(|s| (c.doc, *s))).collect();
@@ -342,7 +329,47 @@ impl<S: StoreRead> Engine<S> {
                 explain: req.explain.then(|| self.explain(&scored, &strategy, &c.chunks)),
             });
         }
-        Ok(SearchResponse { query: req.query.clone(), strategy: as_asked(strategy, req), results })
+        Ok(SearchResponse {
+            query: req.query.clone(),
+            strategy: as_asked(strategy, req),
+            results,
+            timing: SearchTiming { embed, total: std::time::Duration::ZERO },
+        })
+    }
+
+    /// Ranked groups as contexts: each result's chunks with their spans, in one look-up (one
+    /// round trip on a database server).
+    fn contexts_of(&self, groups: Vec<DocHit>) -> Result<Vec<Context>> {
+        let ids: Vec<ChunkId> =
+            groups.iter().flat_map(|g| g.chunks.iter().map(|h| h.chunk)).collect();
+        let records: HashMap<ChunkId, StoredChunk> =
+            self.store.chunks_by_id(&ids)?.into_iter().map(|r| (r.id, r)).collect();
+        let mut contexts = Vec::with_capacity(groups.len());
+        for group in groups {
+            let chunks: Vec<(ChunkHit, Span)> = group
+                .chunks
+                .iter()
+                .filter_map(|h| records.get(&h.chunk).map(|r| (*h, r.chunk.span)))
+                .collect();
+            // A document result shows its best chunks' text; all its chunks are listed.
+            let mut spans: Vec<Span> =
+                chunks.iter().take(DOC_TEXT_CHUNKS).map(|(_, s)| *s).collect();
+            spans.sort_unstable();
+            contexts.push(Context {
+                doc: group.doc,
+                score: group.score,
+                spans,
+                chunks,
+                headings: group
+                    .chunks
+                    .iter()
+                    .find_map(|h| records.get(&h.chunk))
+                    .map(|r| r.chunk.heading_path())
+                    .unwrap_or_default(),
+                node: None,
+            });
+        }
+        Ok(contexts)
     }
 
     /// The ids and source maps of the documents behind `contexts`, one look-up each.

@@ -92,6 +92,17 @@ fn agent() -> ureq::Agent {
 
 /// POSTs JSON; returns the status (0: transport error) and the body.
 fn post(agent: &ureq::Agent, url: &str, token: Option<&str>, body: &Value) -> (u16, String) {
+    let (status, body, _) = post_timed(agent, url, token, body);
+    (status, body)
+}
+
+/// [`post`], plus the answer's `Server-Timing` metrics (name, milliseconds).
+fn post_timed(
+    agent: &ureq::Agent,
+    url: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> (u16, String, Vec<(String, f64)>) {
     let mut req = agent.post(url);
     if let Some(t) = token {
         req = req.header("authorization", &format!("Bearer {t}"));
@@ -99,13 +110,41 @@ fn post(agent: &ureq::Agent, url: &str, token: Option<&str>, body: &Value) -> (u
     match req.send_json(body) {
         Ok(mut res) => {
             let status = res.status().as_u16();
-            (
-                status,
-                res.body_mut().with_config().limit(64 << 20).read_to_string().unwrap_or_default(),
-            )
+            let timing = res
+                .headers()
+                .get("server-timing")
+                .and_then(|v| v.to_str().ok())
+                .map(server_timing)
+                .unwrap_or_default();
+            let body =
+                res.body_mut().with_config().limit(64 << 20).read_to_string().unwrap_or_default();
+            (status, body, timing)
         }
-        Err(e) => (0, e.to_string()),
+        Err(e) => (0, e.to_string(), Vec::new()),
     }
+}
+
+/// `wait;dur=0.1, embed;dur=0.05, search;dur=1.3` as (name, milliseconds) pairs.
+fn server_timing(header: &str) -> Vec<(String, f64)> {
+    header
+        .split(',')
+        .filter_map(|metric| {
+            let mut parts = metric.trim().split(';');
+            let name = parts.next()?.to_string();
+            let dur = parts.find_map(|p| p.trim().strip_prefix("dur="))?.parse().ok()?;
+            Some((name, dur))
+        })
+        .collect()
+}
+
+/// p50/p90/p99 of `values` (sorted here).
+fn percentiles(mut values: Vec<f64>) -> Value {
+    values.sort_by(f64::total_cmp);
+    json!({
+        "p50": percentile(&values, 0.5),
+        "p90": percentile(&values, 0.9),
+        "p99": percentile(&values, 0.99),
+    })
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -172,6 +211,8 @@ fn main() {
     let docs = jsonl(&args.docs);
     let stop = Arc::new(AtomicBool::new(false));
     let latencies: Arc<Mutex<Vec<f64>>> = Arc::default();
+    // The server's own account of each query: (wait, embed, search) in ms.
+    let server_side: Arc<Mutex<Vec<[f64; 3]>>> = Arc::default();
     let failures: Arc<Mutex<Vec<String>>> = Arc::default();
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.seconds);
@@ -192,19 +233,24 @@ fn main() {
 
     let clients: Vec<_> = (0..args.clients)
         .map(|c| {
-            let (queries, latencies, failures) =
-                (Arc::clone(&queries), Arc::clone(&latencies), Arc::clone(&failures));
+            let (queries, latencies, failures, server_side) = (
+                Arc::clone(&queries),
+                Arc::clone(&latencies),
+                Arc::clone(&failures),
+                Arc::clone(&server_side),
+            );
             let (url, token, strategy) =
                 (format!("{}/search", args.url), args.token.clone(), args.strategy.clone());
             std::thread::spawn(move || {
                 let agent = agent();
                 let mut mine = Vec::new();
+                let mut timings = Vec::new();
                 let mut i = c * 7919;
                 while Instant::now() < deadline {
                     let q = &queries[i % queries.len()];
                     i += 1;
                     let t = Instant::now();
-                    let (status, body) = post(
+                    let (status, body, timing) = post_timed(
                         &agent,
                         &url,
                         token.as_deref(),
@@ -214,8 +260,13 @@ fn main() {
                     if status != 200 {
                         failures.lock().unwrap().push(format!("search {status}: {body}"));
                     }
+                    let ms = |name: &str| timing.iter().find(|(n, _)| n == name).map(|(_, d)| *d);
+                    if let (Some(w), Some(e), Some(s)) = (ms("wait"), ms("embed"), ms("search")) {
+                        timings.push([w, e, s]);
+                    }
                 }
                 latencies.lock().unwrap().extend(mine);
+                server_side.lock().unwrap().extend(timings);
             })
         })
         .collect();
@@ -307,6 +358,8 @@ fn main() {
     lat.sort_by(f64::total_cmp);
     ingest_ms.sort_by(f64::total_cmp);
     let failures = failures.lock().unwrap().clone();
+    let server_side = server_side.lock().unwrap().clone();
+    let stage = |i: usize| percentiles(server_side.iter().map(|t| t[i]).collect());
     let report = json!({
         "clients": args.clients,
         "seconds": elapsed,
@@ -314,6 +367,13 @@ fn main() {
         "queries": lat.len(),
         "queries_per_second": lat.len() as f64 / elapsed,
         "latency_ms": {"p50": percentile(&lat, 0.5), "p90": percentile(&lat, 0.9), "p99": percentile(&lat, 0.99), "max": lat.last()},
+        // From each answer's Server-Timing: waiting for a reader, embedding the query, and
+        // the search itself (what the index costs, without the model or the queue).
+        "server_ms": (!server_side.is_empty()).then(|| json!({
+            "wait": stage(0),
+            "embed": stage(1),
+            "search": stage(2),
+        })),
         "failed_requests": failures.len(),
         "failures_sample": failures.iter().take(5).collect::<Vec<_>>(),
         "ingest": {

@@ -141,6 +141,13 @@ fn operation(out: &mut String, path: &str, method: &str, op: &Value, shared: &[V
             "- **{status}** {}{shape}",
             answer["description"].as_str().unwrap_or_default()
         );
+        for (name, header) in answer["headers"].as_object().into_iter().flatten() {
+            let _ = writeln!(
+                out,
+                "  - header `{name}`: {}",
+                header["description"].as_str().unwrap_or_default()
+            );
+        }
     }
     if !errors.is_empty() {
         let _ = writeln!(out, "- **{}**: an [Error](#error)", errors.join(", "));

@@ -110,3 +110,42 @@ async fn metrics_count_requests_by_route_and_status_and_report_the_store() {
         .unwrap();
     assert!(after > before, "{before} -> {after}");
 }
+
+/// The `Server-Timing` of a search as (name, milliseconds) pairs.
+async fn search_timing(server: &TestServer, body: &serde_json::Value) -> Vec<(String, f64)> {
+    let req = Request::post("/search")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let res = ckeep_server::router(Arc::clone(&server.state)).oneshot(req).await.unwrap();
+    assert_eq!(res.status(), 200);
+    let header = res.headers().get("server-timing").expect("a Server-Timing header");
+    header
+        .to_str()
+        .unwrap()
+        .split(", ")
+        .map(|metric| {
+            let (name, dur) = metric.split_once(";dur=").expect("name;dur=ms");
+            (name.to_string(), dur.parse().expect("milliseconds"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_search_says_how_long_it_waited_embedded_and_searched() {
+    let server = server();
+    let docs = json!({"documents": [
+        {"id": "rivers", "text": "Rivers carry water to the sea."},
+        {"id": "河流", "text": "河流把水带到大海。"},
+    ]});
+    assert_eq!(server.post("/documents", &docs).await.0, 200);
+    for (query, mode) in [("water", "dense"), ("大海", "hybrid"), ("water", "bm25")] {
+        let timing = search_timing(&server, &json!({"query": query, "mode": mode})).await;
+        let names: Vec<&str> = timing.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["wait", "embed", "search"], "{mode}");
+        assert!(timing.iter().all(|(_, ms)| ms.is_finite() && *ms >= 0.0), "{timing:?}");
+        if mode == "bm25" {
+            assert!(timing[1].1 <= 0.0, "a BM25 search embeds nothing: {timing:?}");
+        }
+    }
+}

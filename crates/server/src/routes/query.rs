@@ -1,11 +1,14 @@
 //! Search and pair similarity.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderName;
 use ckeep_engine::{
-    MetadataFilter, PairScorer, SearchRequest, SearchResponse, Strategy, StrategyOverrides,
+    MetadataFilter, PairScorer, SearchRequest, SearchResponse, SearchTiming, Strategy,
+    StrategyOverrides,
 };
 use serde::Deserialize;
 
@@ -100,12 +103,28 @@ impl SearchBody {
     }
 }
 
-/// `POST /search`.
+/// `POST /search`, with a `Server-Timing` header (milliseconds, as the W3C header has them):
+/// `wait` for a reader, `embed` the query, `search` the rest, so a client can tell the index's
+/// latency from the model's and the queue's.
 pub(crate) async fn search(
     State(state): State<Arc<AppState>>,
     JsonBody(body): JsonBody<SearchBody>,
-) -> Result<Json<SearchResponse>, ApiError> {
-    run_search(&state, body).await.map(Json)
+) -> Result<([(HeaderName, String); 1], Json<SearchResponse>), ApiError> {
+    let started = Instant::now();
+    let response = run_search(&state, body).await?;
+    let timing = server_timing(started.elapsed(), response.timing);
+    Ok(([(HeaderName::from_static("server-timing"), timing)], Json(response)))
+}
+
+/// The `Server-Timing` value of a search that took `handled` in the handler.
+fn server_timing(handled: Duration, t: SearchTiming) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    format!(
+        "wait;dur={:.3}, embed;dur={:.3}, search;dur={:.3}",
+        ms(handled.saturating_sub(t.total)),
+        ms(t.embed),
+        ms(t.total.saturating_sub(t.embed)),
+    )
 }
 
 /// A search on a reader, for every front end (HTTP and MCP).
