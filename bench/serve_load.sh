@@ -79,9 +79,11 @@ for variant in $VARIANTS; do
     --docs "$base/new.jsonl" --clients "$CLIENTS" --seconds "$SECONDS_RUN" --pid "$pid" --strategy "$STRATEGY" \
     "${visible[@]}" > "bench/results/serve_load_$variant.json" || status=$?
   curl -sf "http://127.0.0.1:$port/stats" | python3 -c 'import json,sys; b=json.load(sys.stdin)["query_batches"]; print("query model calls:", b and b["model_calls"], "queries embedded:", b and b["queries"])'
+  stopping=$(date +%s.%N)
   kill -TERM "$pid"
   wait "$pid"
-  echo "== $variant (load exit $status; server stopped cleanly)"
+  # Stopping includes saving the vector index as updated in place.
+  echo "== $variant (load exit $status; server stopped cleanly in $(python3 -c "import time; print(f'{time.time() - $stopping:.1f}')") s)"
   cat "bench/results/serve_load_$variant.json"
   $ck --store "$base/run" check
   $ck --store "$base/run" stats --json | python3 -c 'import json,sys; s=json.load(sys.stdin); print("documents after the run:", s["stats"]["documents"], "chunks:", s["stats"]["chunks"])'

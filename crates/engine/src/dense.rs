@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_embed::{Embedder, InputKind};
-use ckeep_index::{Hnsw, HnswParams, dot_all, top_k};
+use ckeep_index::{Hnsw, dot_all, top_k};
 use ckeep_store::{Manifest, ReadSnapshot, StoreRead, VectorMatrix};
 use rayon::prelude::*;
 
@@ -223,7 +223,7 @@ impl<S: StoreRead> Engine<S> {
         let g = match self.stored_graph(key, &stamp(m)) {
             Some(g) => Some(Arc::new(g)),
             None if self.background_index => None,
-            None => Some(Arc::new(Hnsw::build(&m.data, m.dim, HnswParams::default()))),
+            None => Some(Arc::new(self.graph_for(key, m))),
         };
         let mut caches = self.caches.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let newer = caches.ann.get(key).is_some_and(|(g, _)| *g > generation);
@@ -237,7 +237,8 @@ impl<S: StoreRead> Engine<S> {
     /// this stamp (a missing, stale or unreadable one is `None`).
     pub(crate) fn stored_graph(&self, key: &str, stamp: &[u8; 32]) -> Option<Hnsw> {
         let bytes = self.store.aux(&ann_blob(key)).ok().flatten()?;
-        is_current(&bytes, stamp).then(|| Hnsw::from_bytes(&bytes[32..])).flatten()
+        let (_, graph) = crate::vector_index::blob_parts(&bytes)?;
+        is_current(&bytes, stamp).then(|| Hnsw::from_bytes(graph)).flatten()
     }
 
     /// The plain representation, resolved.

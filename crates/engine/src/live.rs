@@ -32,6 +32,9 @@ pub(crate) struct DenseIndex {
     pub tail: VectorMatrix,
     /// Rows of `base` whose vectors were removed or replaced since they were read.
     removed: HashSet<u32>,
+    /// How many rows `base` had when it was last read whole or compacted: the rows appended
+    /// since are the graph's inserts.
+    compacted_rows: usize,
 }
 
 /// Up to this many rows are scanned on the query's own thread: the tail of a store under
@@ -72,6 +75,7 @@ impl DenseIndex {
         let rows = base.ids.iter().enumerate().map(|(i, &id)| (id, i as u32)).collect();
         let tail = VectorMatrix { dim: base.dim, ..VectorMatrix::default() };
         Self {
+            compacted_rows: base.len(),
             base: Arc::new(base),
             base_generation: generation,
             rows: Arc::new(rows),
@@ -124,6 +128,7 @@ impl DenseIndex {
             rows: Arc::clone(&self.rows),
             tail,
             removed,
+            compacted_rows: self.compacted_rows,
         })
     }
 
@@ -201,8 +206,30 @@ impl DenseIndex {
             rows: Arc::new(rows),
             tail,
             removed: self.removed.clone(),
+            compacted_rows: self.compacted_rows,
         };
         (index, graph)
+    }
+
+    /// How many rows the graph took in place (inserted or tombstoned) since the base was read
+    /// whole or compacted.
+    pub fn changes_in_place(&self) -> usize {
+        self.base.len() - self.compacted_rows + self.removed.len()
+    }
+
+    /// The live rows of an absorbed index (no tail) in the order a whole read gives (by chunk
+    /// id), and `graph` (its base's) over them: tombstones dropped, rows renumbered. The pair
+    /// is what a reader would load, so the graph can be persisted for it.
+    pub fn compacted(&self, graph: &Hnsw) -> (VectorMatrix, Hnsw) {
+        debug_assert!(self.tail.is_empty(), "absorb the tail first");
+        let mut order: Vec<u32> =
+            (0..self.base.len() as u32).filter(|row| !self.removed.contains(row)).collect();
+        order.sort_unstable_by_key(|&row| self.base.ids[row as usize]);
+        let mut m = VectorMatrix { dim: self.base.dim, ..VectorMatrix::default() };
+        for &row in &order {
+            push_row(&mut m, &self.base, row as usize);
+        }
+        (m, graph.compacted(&order))
     }
 }
 
@@ -262,9 +289,20 @@ mod tests {
         let graph = Hnsw::build(&base.data, 8, HnswParams::default());
         let (absorbed, updated) = changed_index.absorbed(&graph, 9);
         assert!(absorbed.tail.is_empty() && absorbed.base_generation == 9);
-        for (ix, g) in
-            [(&changed_index, Some(&graph)), (&changed_index, None), (&absorbed, Some(&updated))]
-        {
+        // Two rows tombstoned (3's old one, 7), eleven inserted (3's new one, 301..=310).
+        assert_eq!(absorbed.changes_in_place(), 13);
+        // Compacted: the rows a whole read gives, in its order, and a graph over them alone.
+        let (rows, compact_graph) = absorbed.compacted(&updated);
+        assert_eq!((rows.ids.clone(), rows.data.clone()), (live.ids.clone(), live.data.clone()));
+        assert_eq!((compact_graph.len(), compact_graph.deleted_count()), (309, 0));
+        let compacted = DenseIndex::full(rows, 9);
+        assert_eq!(compacted.changes_in_place(), 0);
+        for (ix, g) in [
+            (&changed_index, Some(&graph)),
+            (&changed_index, None),
+            (&absorbed, Some(&updated)),
+            (&compacted, Some(&compact_graph)),
+        ] {
             for i in 0..fresh.len() {
                 let hits = ix.search(&fresh.data[i * 8..(i + 1) * 8], g, 10, 64);
                 assert_eq!(best(&hits), fresh.ids[i]);

@@ -1,16 +1,25 @@
 //! Keeping each representation's HNSW graph current: built (and persisted) for a collection
 //! read whole, updated in place for the rows written and removed since (a server's indexer),
-//! rebuilt when removals pass [`crate::live::REBUILD_SHARE`] of it.
+//! compacted and persisted when those changes pass [`COMPACT_SHARE`] of it, rebuilt when
+//! removals pass [`crate::live::REBUILD_SHARE`] of it.
 
 use std::sync::Arc;
 
+use ckeep_core::ChunkId;
 use ckeep_index::{Hnsw, HnswParams, Quantization};
-use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite};
+use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
 
-use crate::dense::{ANN_MIN_VECTORS, ann_blob, is_current, stamp};
+use crate::dense::{ANN_MIN_VECTORS, ann_blob, is_current, stamp, stamp_of};
 use crate::live::DenseIndex;
+use crate::live::REBUILD_SHARE;
 use crate::represent::{Resolved, Source};
 use crate::{Engine, Loaded, Result};
+
+/// A graph updated in place is compacted and persisted once its inserts and tombstones pass
+/// this share of its rows: often enough that a restart (or a crash) rarely finds the stored
+/// graph stale, seldom enough that persisting (the whole graph, ~160 B a row) stays a small
+/// part of the writes. Its tombstones are dropped then, long before a rebuild is due.
+const COMPACT_SHARE: f64 = 0.1;
 
 /// An HNSW graph built for the vectors of one representation, ready to persist.
 #[derive(Debug)]
@@ -19,13 +28,41 @@ pub struct VectorIndexBuild {
     blob: Vec<u8>,
 }
 
+/// Marks the chunk ids a stored graph was built over, between its stamp and the graph (older
+/// blobs go straight on to the graph, whose own magic differs).
+const IDS_MAGIC: u32 = 0x3153_4449; // "IDS1"
+
 impl VectorIndexBuild {
-    /// `graph` of representation `name`, behind the stamp of the rows it was built over.
-    fn new(name: &str, stamp: [u8; 32], graph: &Hnsw) -> Self {
-        let mut blob = stamp.to_vec();
+    /// `graph` of representation `name`, built over the rows of `m`: their stamp, their
+    /// chunk ids (so a later process can carry the graph over to rows that changed since),
+    /// then the graph.
+    fn new(name: &str, m: &VectorMatrix, graph: &Hnsw) -> Self {
+        let mut blob = stamp(m).to_vec();
+        blob.reserve(12 + 8 * m.ids.len());
+        blob.extend(IDS_MAGIC.to_le_bytes());
+        blob.extend((m.ids.len() as u64).to_le_bytes());
+        for id in &m.ids {
+            blob.extend(id.0.to_le_bytes());
+        }
         blob.extend(graph.to_bytes());
         Self { name: name.to_string(), blob }
     }
+}
+
+/// A stored graph blob's parts after the stamp: the chunk ids it was built over (absent in
+/// blobs written before they were kept) and the graph's bytes; `None` if malformed.
+pub(crate) fn blob_parts(blob: &[u8]) -> Option<(Option<Vec<ChunkId>>, &[u8])> {
+    let rest = blob.get(32..)?;
+    if rest.get(..4)? != IDS_MAGIC.to_le_bytes() {
+        return Some((None, rest));
+    }
+    let count = usize::try_from(u64::from_le_bytes(rest.get(4..12)?.try_into().ok()?)).ok()?;
+    let ids = rest.get(12..12 + count.checked_mul(8)?)?;
+    let ids = ids
+        .chunks_exact(8)
+        .map(|b| ChunkId(i64::from_le_bytes(b.try_into().unwrap_or_default())))
+        .collect();
+    Some((Some(ids), &rest[12 + 8 * count..]))
 }
 
 impl<S: StoreRead> Engine<S> {
@@ -35,10 +72,24 @@ impl<S: StoreRead> Engine<S> {
     ///
     /// A graph for vectors read whole is built and returned (unless the store has it). With a
     /// background index (a server), rows written or removed since the graph are inserted
-    /// into it or tombstoned, in memory; the graph is rebuilt (and returned) only when removed
-    /// rows pass a fifth of it. Without one, a changed collection is rebuilt, so the stored
-    /// graph stays current for the next process.
+    /// into it or tombstoned, in memory; once they are a tenth of it, the graph is compacted
+    /// over the live rows (tombstones dropped) and returned, and it is rebuilt only when
+    /// removed rows pass a fifth of it. Without one, a changed collection is rebuilt, so the
+    /// stored graph stays current for the next process.
     pub fn build_vector_index(&self) -> Result<Vec<VectorIndexBuild>> {
+        self.update_vector_index(COMPACT_SHARE)
+    }
+
+    /// [`Engine::build_vector_index`], with every graph updated in place since it was stored
+    /// compacted and returned for persisting, however few its changes: what a server does
+    /// before it stops, so the next process finds a current graph instead of building one.
+    pub fn compact_vector_index(&self) -> Result<Vec<VectorIndexBuild>> {
+        self.update_vector_index(0.0)
+    }
+
+    /// Brings the graphs up to date; a graph updated in place is compacted (and returned for
+    /// persisting) once its inserts and tombstones are more than `compact_at` of its rows.
+    fn update_vector_index(&self, compact_at: f64) -> Result<Vec<VectorIndexBuild>> {
         let manifest = self.store.manifest()?;
         let mut builds = Vec::new();
         if self.store.searches_vectors() {
@@ -67,28 +118,40 @@ impl<S: StoreRead> Engine<S> {
             if index.len() < ANN_MIN_VECTORS {
                 continue;
             }
-            let graph = self.cached_graph(name, index.base_generation);
+            // A server's indexer starts from the stored graph when it is the base's (no query
+            // may have loaded it yet); elsewhere a stale base is rebuilt below, not read.
+            let graph = if self.background_index {
+                self.graph(name, &index.base, index.base_generation)
+            } else {
+                self.cached_graph(name, index.base_generation)
+            };
             if index.is_pure() {
                 let stamp = stamp(&index.base);
                 if self.has_current_graph(name, &stamp)? {
                     continue;
                 }
-                let graph = graph.unwrap_or_else(|| {
-                    Arc::new(Hnsw::build(&index.base.data, index.base.dim, HnswParams::default()))
-                });
-                builds.push(VectorIndexBuild::new(name, stamp, &graph));
+                let graph = graph.unwrap_or_else(|| Arc::new(self.graph_for(name, &index.base)));
+                builds.push(VectorIndexBuild::new(name, &index.base, &graph));
                 self.install_graph(name, index.base_generation, graph);
                 continue;
             }
             match graph {
                 Some(graph) if self.background_index && !index.needs_rebuild() => {
                     let (updated, graph) = index.absorbed(&graph, generation);
-                    self.install(&repr, updated, generation, Arc::new(graph))?;
+                    let changes = updated.changes_in_place() as f64;
+                    if changes > compact_at * updated.base.len() as f64 {
+                        let (m, graph) = updated.compacted(&graph);
+                        builds.push(VectorIndexBuild::new(name, &m, &graph));
+                        let compacted = DenseIndex::full(m, generation);
+                        self.install(&repr, compacted, generation, Arc::new(graph))?;
+                    } else {
+                        self.install(&repr, updated, generation, Arc::new(graph))?;
+                    }
                 }
                 _ => {
                     let m = index.sorted_matrix();
-                    let graph = Arc::new(Hnsw::build(&m.data, m.dim, HnswParams::default()));
-                    builds.push(VectorIndexBuild::new(name, stamp(&m), &graph));
+                    let graph = Arc::new(self.graph_for(name, &m));
+                    builds.push(VectorIndexBuild::new(name, &m, &graph));
                     self.install(&repr, DenseIndex::full(m, generation), generation, graph)?;
                 }
             }
@@ -106,8 +169,35 @@ impl<S: StoreRead> Engine<S> {
         if m.len() < ANN_MIN_VECTORS || self.has_current_graph(&repr.key, &stamp)? {
             return Ok(None);
         }
-        let graph = Hnsw::build(&m.data, m.dim, HnswParams::default());
-        Ok(Some(VectorIndexBuild::new(&repr.key, stamp, &graph)))
+        let graph = self.graph_for(&repr.key, &m);
+        Ok(Some(VectorIndexBuild::new(&repr.key, &m, &graph)))
+    }
+
+    /// A graph over the rows of `m` (representation `name`'s, as a whole read gives them):
+    /// the stored one carried over to them when it was built over nearly the same rows
+    /// (changes up to [`REBUILD_SHARE`] of it), else a new build.
+    pub(crate) fn graph_for(&self, name: &str, m: &VectorMatrix) -> Hnsw {
+        self.carried_graph(name, m)
+            .unwrap_or_else(|| Hnsw::build(&m.data, m.dim, HnswParams::default()))
+    }
+
+    /// The stored graph of `name` carried over to the rows of `m`, if it keeps the ids it was
+    /// built over and they differ from `m`'s in few rows.
+    fn carried_graph(&self, name: &str, m: &VectorMatrix) -> Option<Hnsw> {
+        let blob = self.store.aux(&ann_blob(name)).ok().flatten()?;
+        let (ids, graph) = blob_parts(&blob)?;
+        let ids = ids?;
+        if blob[..32] != stamp_of(m.dim, &ids) {
+            return None; // built at another dimension
+        }
+        let graph = Hnsw::from_bytes(graph).filter(|g| g.len() == ids.len())?;
+        let now: std::collections::HashSet<ChunkId> = m.ids.iter().copied().collect();
+        let kept = ids.iter().filter(|id| now.contains(id)).count();
+        let changes = (ids.len() - kept) + (m.len() - kept);
+        if changes as f64 > REBUILD_SHARE * ids.len() as f64 {
+            return None;
+        }
+        Some(graph.carried_over(&ids, &m.ids, &m.data))
     }
 
     /// Whether the store keeps a graph for `name` built over rows with this stamp.
@@ -181,5 +271,38 @@ impl<S: StoreWrite> Engine<S> {
             self.store.set_aux(&ann_blob(&b.name), &b.blob)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_graph_keeps_its_ids_and_older_blobs_still_read() {
+        let dim = 4;
+        let data: Vec<f32> = (0..40).map(|i| ((i * 7919) % 13) as f32 - 6.0).collect();
+        let graph = Hnsw::build(&data, dim, HnswParams::default());
+        let ids: Vec<ChunkId> = (0..10).map(|i| ChunkId(i * 3 - 5)).collect();
+        let m = VectorMatrix { ids: ids.clone(), docs: vec![ckeep_core::DocKey(1); 10], dim, data };
+        let built = VectorIndexBuild::new("plain", &m, &graph);
+        assert!(is_current(&built.blob, &stamp(&m)));
+        let (kept, bytes) = blob_parts(&built.blob).unwrap();
+        assert_eq!(kept, Some(ids));
+        assert_eq!(bytes, graph.to_bytes());
+        // Written before the ids were kept: stamp, then the graph.
+        let mut older = stamp(&m).to_vec();
+        older.extend(graph.to_bytes());
+        let (kept, bytes) = blob_parts(&older).unwrap();
+        assert_eq!((kept, bytes), (None, &graph.to_bytes()[..]));
+        // Cut short or garbage: nothing, not a panic.
+        for cut in [0, 20, 34, 40, 60] {
+            let part = &built.blob[..cut];
+            assert!(
+                blob_parts(part)
+                    .is_none_or(|(ids, g)| ids.is_none() || Hnsw::from_bytes(g).is_none()),
+                "{cut}"
+            );
+        }
     }
 }

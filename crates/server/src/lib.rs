@@ -276,11 +276,13 @@ impl AppState {
     }
 
     /// Updates the HNSW graph if writes happened since the last update: with the background
-    /// index's own reader and threads (so ingests and queries go on); a rebuilt graph is saved
-    /// by the writer.
-    async fn refresh_index(&self) -> Result<(), ApiError> {
+    /// index's own reader and threads (so ingests and queries go on); a rebuilt or compacted
+    /// graph is saved by the writer. `last`: the server is stopping, so a graph updated in
+    /// place is compacted and saved whatever its changes (see
+    /// [`ckeep_engine::Engine::compact_vector_index`]).
+    async fn refresh_index(&self, last: bool) -> Result<(), ApiError> {
         let writes = self.writes.load(Ordering::Relaxed);
-        if writes == self.indexed_at.load(Ordering::Relaxed) {
+        if writes == self.indexed_at.load(Ordering::Relaxed) && !(last && writes > 0) {
             return Ok(());
         }
         let taken = self.indexer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
@@ -290,7 +292,7 @@ impl AppState {
         let (done, result) = tokio::sync::oneshot::channel();
         self.index_pool.spawn(move || {
             let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                engine.build_vector_index()
+                if last { engine.compact_vector_index() } else { engine.build_vector_index() }
             }));
             let _ = done.send((engine, built));
         });
@@ -307,18 +309,42 @@ impl AppState {
     }
 }
 
+/// The task that keeps the vector index current while a server runs.
+pub(crate) struct Indexer {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Indexer {
+    /// Stops updating (an update under way is finished first), then saves the graph as it
+    /// stands, so the next process finds it current instead of building one.
+    pub(crate) async fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
 impl AppState {
-    /// Updates the HNSW graph every `index_interval` while writes come in, until aborted.
-    pub(crate) fn spawn_indexer(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+    /// Updates the HNSW graph every `index_interval` while writes come in, until
+    /// [`Indexer::finish`].
+    pub(crate) fn spawn_indexer(self: &Arc<Self>) -> Indexer {
         let state = Arc::clone(self);
-        tokio::spawn(async move {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
             loop {
-                tokio::time::sleep(state.config.index_interval).await;
-                if let Err(e) = state.refresh_index().await {
+                tokio::select! {
+                    () = tokio::time::sleep(state.config.index_interval) => {}
+                    _ = &mut stopped => break,
+                }
+                if let Err(e) = state.refresh_index(false).await {
                     tracing::warn!(error = %e.message, "vector index not rebuilt");
                 }
             }
-        })
+            if let Err(e) = state.refresh_index(true).await {
+                tracing::warn!(error = %e.message, "vector index not saved");
+            }
+        });
+        Indexer { stop, task }
     }
 }
 
@@ -328,7 +354,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 /// Serves `state` on `listener` until `shutdown` resolves; then stops accepting, lets requests
-/// in flight finish and waits for the last write to commit.
+/// in flight finish, saves the vector index and waits for the last write to commit.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<AppState>,
@@ -337,7 +363,7 @@ pub async fn serve(
     let indexer = state.spawn_indexer();
     let app = router(Arc::clone(&state)).into_make_service_with_connect_info::<SocketAddr>();
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
-    indexer.abort();
+    indexer.finish().await;
     state.workers.drain().await;
     served
 }

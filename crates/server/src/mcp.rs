@@ -309,8 +309,8 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// Serves MCP over stdin and stdout until the client closes the stream, then waits for the
-/// last write to commit. Logs must go to stderr: stdout carries the protocol.
+/// Serves MCP over stdin and stdout until the client closes the stream, then saves the vector
+/// index and waits for the last write to commit. Logs must go to stderr: stdout carries the protocol.
 pub async fn serve_stdio(state: Arc<AppState>, options: McpOptions) -> std::io::Result<()> {
     let indexer = state.spawn_indexer();
     let server = McpServer::new(Arc::clone(&state), options);
@@ -318,7 +318,7 @@ pub async fn serve_stdio(state: Arc<AppState>, options: McpOptions) -> std::io::
         Ok(running) => running.waiting().await.map(|_| ()).map_err(std::io::Error::other),
         Err(e) => Err(std::io::Error::other(e)),
     };
-    indexer.abort();
+    indexer.finish().await;
     state.workers.drain().await;
     result
 }

@@ -5,6 +5,7 @@
 //! its updates do). A caller rebuilds once [`Hnsw::deleted_count`] is a large share of the
 //! graph, since tombstones still cost the walks that pass through them.
 
+use super::lists::Lists;
 use super::{Hnsw, HnswParams, Near, Rows, Visited, greedy, search_layer};
 
 /// The most neighbours a node keeps on `layer` (twice as many on layer 0).
@@ -149,6 +150,127 @@ impl Hnsw {
     pub fn deleted_count(&self) -> usize {
         self.deleted.iter().filter(|&&d| d).count()
     }
+
+    /// The graph over rows `order` of this one, row `order[i]` becoming row `i`: the graph of
+    /// the matrix those rows make, with no tombstones. After updates, this is what a caller
+    /// persists, since a reader loads only the live rows and in an order of its own. Links to
+    /// rows left out are dropped (deleted rows' neighbours were already relinked around them);
+    /// if the entry point is left out, a kept node on the highest level takes its place.
+    ///
+    /// # Panics
+    /// If `order` names a row twice or one the graph does not have.
+    #[must_use]
+    pub fn compacted(&self, order: &[u32]) -> Hnsw {
+        const LEFT_OUT: u32 = u32::MAX;
+        let mut renumbered = vec![LEFT_OUT; self.links.len()];
+        for (i, &old) in order.iter().enumerate() {
+            assert_eq!(renumbered[old as usize], LEFT_OUT, "row {old} is kept once");
+            renumbered[old as usize] = i as u32;
+        }
+        let mut links = Lists::with_capacity(self.links.max_bottom(), order.len());
+        for &old in order {
+            links.push(self.links.level(old));
+        }
+        for (i, &old) in order.iter().enumerate() {
+            for layer in 0..=self.links.level(old) {
+                let list: Vec<u32> = self
+                    .links
+                    .get(old, layer)
+                    .iter()
+                    .map(|&nb| renumbered[nb as usize])
+                    .filter(|&nb| nb != LEFT_OUT)
+                    .collect();
+                links.set(i as u32, layer, &list);
+            }
+        }
+        let entry = self.entry.map(|e| renumbered[e as usize]).filter(|&e| e != LEFT_OUT);
+        let mut graph = Hnsw {
+            dim: self.dim,
+            params: self.params,
+            links,
+            entry,
+            max_level: if entry.is_some() { self.max_level } else { 0 },
+            deleted: vec![false; order.len()],
+        };
+        if graph.entry.is_none() {
+            graph.move_entry();
+        }
+        graph
+    }
+}
+
+impl Hnsw {
+    /// This graph, built over rows keyed `from` (in that order), carried over to the rows
+    /// keyed `to` whose vectors are `data` (row-major): rows whose key is gone are deleted
+    /// (their neighbours relinked) and dropped, new keys inserted, and the nodes renumbered to
+    /// `to`'s order. A stored graph thus follows a collection that changed a little since it
+    /// was built, at the cost of the changes rather than a rebuild's.
+    ///
+    /// # Panics
+    /// If `from` is not one key per node, or `data` does not hold `to.len()` rows.
+    #[must_use]
+    pub fn carried_over<K: Copy + Eq + std::hash::Hash>(
+        &self,
+        from: &[K],
+        to: &[K],
+        data: &[f32],
+    ) -> Hnsw {
+        assert_eq!(from.len(), self.len(), "one key per node");
+        assert_eq!(data.len(), to.len() * self.dim, "one row per key");
+        let dim = self.dim;
+        let position: std::collections::HashMap<K, usize> =
+            to.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+        // Where each node's row is in `to`, if it is kept.
+        let kept_at: Vec<Option<usize>> = from
+            .iter()
+            .enumerate()
+            .map(|(node, k)| position.get(k).copied().filter(|_| !self.deleted[node]))
+            .collect();
+        let mut graph = self.clone();
+        if kept_at.iter().any(Option::is_none) {
+            // Gone rows are relinked around with the kept rows' vectors; their own are not
+            // needed (a deleted node is never a candidate), so they stay zero.
+            let mut old = vec![0.0; from.len() * dim];
+            for (node, at) in kept_at.iter().enumerate() {
+                if let Some(at) = at {
+                    old[node * dim..(node + 1) * dim]
+                        .copy_from_slice(&data[at * dim..(at + 1) * dim]);
+                }
+            }
+            for node in (0..from.len()).filter(|&n| kept_at[n].is_none()) {
+                graph.delete(&old, node as u32);
+            }
+        }
+        let mut kept: Vec<u32> =
+            (0..from.len() as u32).filter(|&n| kept_at[n as usize].is_some()).collect();
+        kept.sort_unstable_by_key(|&n| kept_at[n as usize]);
+        let mut graph = graph.compacted(&kept);
+        // Nodes now: the kept rows in `to`'s order, then each new row as it is inserted.
+        let mut rows: Vec<usize> = kept.iter().filter_map(|&n| kept_at[n as usize]).collect();
+        let mut had = vec![false; to.len()];
+        for &at in &rows {
+            had[at] = true;
+        }
+        let new: Vec<usize> = (0..to.len()).filter(|&at| !had[at]).collect();
+        if !new.is_empty() {
+            let mut ordered: Vec<f32> = Vec::with_capacity(data.len());
+            for &at in rows.iter().chain(&new) {
+                ordered.extend_from_slice(&data[at * dim..(at + 1) * dim]);
+            }
+            for node in rows.len()..to.len() {
+                graph.insert(&ordered[..(node + 1) * dim], node as u32);
+            }
+            rows.extend(new);
+        }
+        if rows.windows(2).all(|w| w[0] < w[1]) {
+            return graph;
+        }
+        let mut order = vec![0u32; to.len()];
+        for (node, &at) in rows.iter().enumerate() {
+            order[at] = node as u32;
+        }
+        graph.compacted(&order)
+    }
 }
 
 #[cfg(test)]
@@ -199,6 +321,92 @@ mod tests {
         let back = Hnsw::from_bytes(&g.to_bytes()).unwrap();
         assert_eq!(back.deleted_count(), g.deleted_count());
         assert_eq!(back.search(data, &data[..dim], 10, 64), g.search(data, &data[..dim], 10, 64));
+    }
+
+    #[test]
+    fn a_compacted_graph_is_the_live_rows_graph_in_their_new_order() {
+        let (built, dim) = (3000, 24);
+        let all = random(built + 1000, dim, 5);
+        let mut graph = Hnsw::build(&all[..built * dim], dim, HnswParams::default());
+        let mut deleted = vec![false; built];
+        for node in built as u32..(built + 1000) as u32 {
+            graph.insert(&all[..(node as usize + 1) * dim], node);
+            deleted.push(false);
+        }
+        // Every third row deleted, the build's entry point among them.
+        let entry = graph.entry.unwrap();
+        for node in (0..graph.len() as u32).filter(|&i| i % 3 == 0 || i == entry) {
+            graph.delete(&all, node);
+            deleted[node as usize] = true;
+        }
+        // The live rows, in another order (reversed), make the new matrix.
+        let order: Vec<u32> =
+            (0..graph.len() as u32).rev().filter(|&i| !deleted[i as usize]).collect();
+        let data: Vec<f32> = order
+            .iter()
+            .flat_map(|&i| all[i as usize * dim..(i as usize + 1) * dim].to_vec())
+            .collect();
+        let compact = graph.compacted(&order);
+        assert_eq!((compact.len(), compact.deleted_count()), (order.len(), 0));
+        let live = vec![false; order.len()];
+        let after = recall(&compact, &data, dim, &live);
+        eprintln!("recall@10 of the compacted graph: {after:.4}");
+        assert!(after >= 0.95, "recall@10 after compaction = {after}");
+        // The same answers as the graph it came from, renumbered.
+        let before = recall(&graph, &all[..graph.len() * dim], dim, &deleted);
+        assert!((after - before).abs() <= 0.02, "{before} before, {after} after");
+        let query = &all[5 * dim..6 * dim];
+        let old: Vec<u32> = graph.search(&all, query, 10, 64).into_iter().map(|x| x.0).collect();
+        let new: Vec<u32> =
+            compact.search(&data, query, 10, 64).into_iter().map(|x| order[x.0 as usize]).collect();
+        assert_eq!(old.len(), 10);
+        assert!(old.iter().filter(|x| new.contains(x)).count() >= 9, "{old:?} / {new:?}");
+        // It persists like any graph, and nothing kept means an empty graph.
+        assert_eq!(Hnsw::from_bytes(&compact.to_bytes()).unwrap().compacted(&[]).len(), 0);
+        assert!(graph.compacted(&[]).search(&[], query, 10, 64).is_empty());
+    }
+
+    #[test]
+    fn a_graph_carried_over_to_changed_rows_searches_them_as_a_build_would() {
+        let (count, dim) = (4000, 24);
+        let all = random(count + 400, dim, 8);
+        let from: Vec<u64> = (0..count as u64).collect();
+        let graph = Hnsw::build(&all[..count * dim], dim, HnswParams::default());
+        // Every tenth key gone, 400 new keys.
+        let keys: Vec<u64> = (0..(count + 400) as u64).filter(|k| k % 10 != 3).collect();
+        let data: Vec<f32> = keys
+            .iter()
+            .flat_map(|&k| all[k as usize * dim..(k as usize + 1) * dim].to_vec())
+            .collect();
+        let carried = graph.carried_over(&from, &keys, &data);
+        assert_eq!((carried.len(), carried.deleted_count()), (keys.len(), 0));
+        let live = vec![false; keys.len()];
+        let recall_carried = recall(&carried, &data, dim, &live);
+        let rebuilt = Hnsw::build(&data, dim, HnswParams::default());
+        let recall_rebuilt = recall(&rebuilt, &data, dim, &live);
+        eprintln!("recall@10 carried over {recall_carried:.4}, rebuilt {recall_rebuilt:.4}");
+        assert!(recall_carried >= recall_rebuilt - 0.02, "{recall_carried} / {recall_rebuilt}");
+        // New keys that sort among the old ones: the nodes still follow `to`'s order.
+        let mut shuffled: Vec<u64> = keys.clone();
+        shuffled.reverse();
+        let reversed: Vec<f32> = shuffled
+            .iter()
+            .flat_map(|&k| all[k as usize * dim..(k as usize + 1) * dim].to_vec())
+            .collect();
+        let carried = graph.carried_over(&from, &shuffled, &reversed);
+        for at in [0, 17, keys.len() - 1] {
+            let q = &reversed[at * dim..(at + 1) * dim];
+            assert_eq!(
+                carried.search(&reversed, q, 1, 64)[0].0 as usize,
+                at,
+                "row {at} finds itself"
+            );
+        }
+        // Nothing changed: the same graph.
+        assert_eq!(
+            graph.carried_over(&from, &from, &all[..count * dim]).to_bytes(),
+            graph.to_bytes()
+        );
     }
 
     #[test]
