@@ -10,8 +10,7 @@ use ckeep_index::{Hnsw, HnswParams, Quantization};
 use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
 
 use crate::dense::{ANN_MIN_VECTORS, ann_blob, is_current, stamp, stamp_of};
-use crate::live::DenseIndex;
-use crate::live::REBUILD_SHARE;
+use crate::live::{DenseIndex, REBUILD_SHARE};
 use crate::represent::{Resolved, Source};
 use crate::{Engine, Loaded, Result};
 
@@ -74,8 +73,9 @@ impl<S: StoreRead> Engine<S> {
     /// background index (a server), rows written or removed since the graph are inserted
     /// into it or tombstoned, in memory; once they are a tenth of it, the graph is compacted
     /// over the live rows (tombstones dropped) and returned, and it is rebuilt only when
-    /// removed rows pass a fifth of it. Without one, a changed collection is rebuilt, so the
-    /// stored graph stays current for the next process.
+    /// removed rows pass a fifth of it. Without one, a changed collection gets its graph
+    /// anew (the stored one carried over to it, or a build), so the stored graph stays
+    /// current for the next process.
     pub fn build_vector_index(&self) -> Result<Vec<VectorIndexBuild>> {
         self.update_vector_index(COMPACT_SHARE)
     }
@@ -119,7 +119,7 @@ impl<S: StoreRead> Engine<S> {
                 continue;
             }
             // A server's indexer starts from the stored graph when it is the base's (no query
-            // may have loaded it yet); elsewhere a stale base is rebuilt below, not read.
+            // may have loaded it yet); elsewhere a changed base gets a new graph below.
             let graph = if self.background_index {
                 self.graph(name, &index.base, index.base_generation)
             } else {
