@@ -128,7 +128,8 @@ pub enum Command {
     ///
     /// Binds 127.0.0.1 by default. With --token-file, every request but /health needs
     /// `Authorization: Bearer TOKEN`. SIGINT or SIGTERM stops accepting requests, lets those in
-    /// flight finish and waits for the last write to commit. The store is created if missing.
+    /// flight finish, saves the vector index and waits for the last write to commit; a second
+    /// signal stops at once. The store is created if missing.
     #[cfg(feature = "server")]
     Serve(ServeArgs),
     /// Serve the store to AI agents over the Model Context Protocol (stdio).

@@ -128,11 +128,29 @@ pub fn run(
                 .name("watch".into())
                 .spawn(move || watch_beside(&watch, &state, &handle, prune))?;
         }
-        ckeep_server::serve(listener, state, ckeep_server::shutdown_signal()).await?;
+        ckeep_server::serve(listener, state, stop_signals(out.is_quiet())).await?;
         out.note("ckeep serve: stopped; every acknowledged write is committed");
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on the first Ctrl-C or SIGTERM, after which the server finishes its requests and
+/// saves the vector index (seconds in a large store); a second one ends the process at once.
+/// Transactions keep the store whole then: only the graph's save is lost, and the next process
+/// carries the stored graph over or builds one.
+async fn stop_signals(quiet: bool) {
+    ckeep_server::shutdown_signal().await;
+    if !quiet {
+        eprintln!(
+            "ckeep serve: stopping (finishing requests, saving the vector index; Ctrl-C again stops at once)"
+        );
+    }
+    tokio::spawn(async {
+        ckeep_server::shutdown_signal().await;
+        eprintln!("warning: ckeep serve: stopped at once; the vector index was not saved");
+        std::process::exit(130);
+    });
 }
 
 /// `serve --watch`: the folders synced through the server's writer, batch by batch, so every

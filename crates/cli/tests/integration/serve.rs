@@ -62,6 +62,10 @@ fn serve_answers_over_http_and_stops_cleanly_on_sigterm() {
     assert!(killed.success());
     let status = child.wait().unwrap();
     assert!(status.success(), "exit status after SIGTERM: {status}");
+    // It said what stopping does, and how to cut it short.
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut logs, &mut rest).unwrap();
+    assert!(rest.contains("ckeep serve: stopping (finishing requests, saving the vector index; Ctrl-C again stops at once)"), "{rest}");
     let shown = json(&store, &["show", "n1"]);
     assert_eq!(shown["text"], "Owls hunt at night. Larks sing at dawn.");
     json(&store, &["check"]);
