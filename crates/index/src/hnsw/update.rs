@@ -197,9 +197,7 @@ impl Hnsw {
         }
         graph
     }
-}
 
-impl Hnsw {
     /// This graph, built over rows keyed `from` (in that order), carried over to the rows
     /// keyed `to` whose vectors are `data` (row-major): rows whose key is gone are deleted
     /// (their neighbours relinked) and dropped, new keys inserted, and the nodes renumbered to
@@ -220,11 +218,19 @@ impl Hnsw {
         let dim = self.dim;
         let position: std::collections::HashMap<K, usize> =
             to.iter().enumerate().map(|(i, &k)| (k, i)).collect();
-        // Where each node's row is in `to`, if it is kept.
+        // Where each node's row is in `to`, if it is kept (a key repeated in `from` keeps
+        // its first node only).
+        let mut claimed = vec![false; to.len()];
         let kept_at: Vec<Option<usize>> = from
             .iter()
             .enumerate()
-            .map(|(node, k)| position.get(k).copied().filter(|_| !self.deleted[node]))
+            .map(|(node, k)| {
+                let at = position.get(k).copied().filter(|&at| !self.deleted[node] && !claimed[at]);
+                if let Some(at) = at {
+                    claimed[at] = true;
+                }
+                at
+            })
             .collect();
         let mut graph = self.clone();
         if kept_at.iter().any(Option::is_none) {
@@ -247,11 +253,7 @@ impl Hnsw {
         let mut graph = graph.compacted(&kept);
         // Nodes now: the kept rows in `to`'s order, then each new row as it is inserted.
         let mut rows: Vec<usize> = kept.iter().filter_map(|&n| kept_at[n as usize]).collect();
-        let mut had = vec![false; to.len()];
-        for &at in &rows {
-            had[at] = true;
-        }
-        let new: Vec<usize> = (0..to.len()).filter(|&at| !had[at]).collect();
+        let new: Vec<usize> = (0..to.len()).filter(|&at| !claimed[at]).collect();
         if !new.is_empty() {
             let mut ordered: Vec<f32> = Vec::with_capacity(data.len());
             for &at in rows.iter().chain(&new) {
@@ -402,6 +404,10 @@ mod tests {
                 "row {at} finds itself"
             );
         }
+        // A key twice in `from` (a damaged record) keeps one node, not a panic.
+        let mut twice = from.clone();
+        twice[1] = twice[0];
+        assert_eq!(graph.carried_over(&twice, &from, &all[..count * dim]).len(), count);
         // Nothing changed: the same graph.
         assert_eq!(
             graph.carried_over(&from, &from, &all[..count * dim]).to_bytes(),
