@@ -187,7 +187,7 @@ impl<S: StoreRead> Engine<S> {
         let blob = self.store.aux(&ann_blob(name)).ok().flatten()?;
         let (ids, graph) = blob_parts(&blob)?;
         let ids = ids?;
-        if blob[..32] != stamp_of(m.dim, &ids) {
+        if !is_current(&blob, &stamp_of(m.dim, &ids)) {
             return None; // built at another dimension
         }
         let graph = Hnsw::from_bytes(graph).filter(|g| g.len() == ids.len())?;

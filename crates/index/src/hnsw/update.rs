@@ -325,6 +325,11 @@ mod tests {
         assert_eq!(back.search(data, &data[..dim], 10, 64), g.search(data, &data[..dim], 10, 64));
     }
 
+    /// Rows `picks` of the matrix `all`, in that order.
+    fn rows(all: &[f32], dim: usize, picks: impl Iterator<Item = usize>) -> Vec<f32> {
+        picks.flat_map(|i| all[i * dim..(i + 1) * dim].iter().copied()).collect()
+    }
+
     #[test]
     fn a_compacted_graph_is_the_live_rows_graph_in_their_new_order() {
         let (built, dim) = (3000, 24);
@@ -344,10 +349,7 @@ mod tests {
         // The live rows, in another order (reversed), make the new matrix.
         let order: Vec<u32> =
             (0..graph.len() as u32).rev().filter(|&i| !deleted[i as usize]).collect();
-        let data: Vec<f32> = order
-            .iter()
-            .flat_map(|&i| all[i as usize * dim..(i as usize + 1) * dim].to_vec())
-            .collect();
+        let data = rows(&all, dim, order.iter().map(|&i| i as usize));
         let compact = graph.compacted(&order);
         assert_eq!((compact.len(), compact.deleted_count()), (order.len(), 0));
         let live = vec![false; order.len()];
@@ -376,10 +378,7 @@ mod tests {
         let graph = Hnsw::build(&all[..count * dim], dim, HnswParams::default());
         // Every tenth key gone, 400 new keys.
         let keys: Vec<u64> = (0..(count + 400) as u64).filter(|k| k % 10 != 3).collect();
-        let data: Vec<f32> = keys
-            .iter()
-            .flat_map(|&k| all[k as usize * dim..(k as usize + 1) * dim].to_vec())
-            .collect();
+        let data = rows(&all, dim, keys.iter().map(|&k| k as usize));
         let carried = graph.carried_over(&from, &keys, &data);
         assert_eq!((carried.len(), carried.deleted_count()), (keys.len(), 0));
         let live = vec![false; keys.len()];
@@ -388,13 +387,10 @@ mod tests {
         let recall_rebuilt = recall(&rebuilt, &data, dim, &live);
         eprintln!("recall@10 carried over {recall_carried:.4}, rebuilt {recall_rebuilt:.4}");
         assert!(recall_carried >= recall_rebuilt - 0.02, "{recall_carried} / {recall_rebuilt}");
-        // New keys that sort among the old ones: the nodes still follow `to`'s order.
+        // The same keys in another order (reversed): the nodes follow `to`'s order.
         let mut shuffled: Vec<u64> = keys.clone();
         shuffled.reverse();
-        let reversed: Vec<f32> = shuffled
-            .iter()
-            .flat_map(|&k| all[k as usize * dim..(k as usize + 1) * dim].to_vec())
-            .collect();
+        let reversed = rows(&all, dim, shuffled.iter().map(|&k| k as usize));
         let carried = graph.carried_over(&from, &shuffled, &reversed);
         for at in [0, 17, keys.len() - 1] {
             let q = &reversed[at * dim..(at + 1) * dim];
