@@ -45,7 +45,7 @@ impl<S: StoreWrite> Engine<S> {
         let stage = format!("embedding stored chunks with {}", info.name);
         let mut report = StageReport { stage, ..StageReport::default() };
         if manifest.model.is_some() {
-            crate::dense::check_model(&manifest, embedder.as_ref())?;
+            crate::vectors::check_model(&manifest, embedder.as_ref())?;
             return Ok(report);
         }
         let claim = format!("{}\n{}", info.fingerprint, info.name);

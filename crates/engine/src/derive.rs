@@ -13,7 +13,8 @@ use ckeep_store::{DerivedWrite, Lacking, LexicalEntry, StoreWrite, StoredDocumen
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::represent::{Representation, context_prefix, summary_repr};
+use crate::manifest::{is_summary_repr, summary_repr};
+use crate::represent::{Representation, context_prefix};
 use crate::summarize::{LoadedSummarizer, Summarizer};
 use crate::{Engine, Error, PLAIN_REPR, Result};
 
@@ -163,7 +164,7 @@ impl<S: StoreWrite> Engine<S> {
             report.stages.push(done);
         }
         for name in &manifest.representations {
-            if name == PLAIN_REPR || name.starts_with("summary:") {
+            if name == PLAIN_REPR || is_summary_repr(name) {
                 continue;
             }
             let (repr_name, summarizer) =

@@ -96,7 +96,7 @@ impl<S: StoreWrite> Engine<S> {
         let mut changed =
             manifest.chunker.is_none() || (manifest.analyzer.is_none() && analyzer.is_some());
         match (&self.embedder, &manifest.model) {
-            (Some(e), Some(_)) => crate::dense::check_model(&manifest, e.as_ref())?,
+            (Some(e), Some(_)) => crate::vectors::check_model(&manifest, e.as_ref())?,
             (Some(e), None) => {
                 if !self.store.document_ids()?.is_empty() {
                     return Err(Error::ModelRequired(format!(

@@ -23,28 +23,26 @@
 mod adopt;
 mod analysis;
 mod dedup;
-mod dense;
 mod derive;
 mod expand;
 mod ingest;
 mod lexical;
-mod live;
+mod manifest;
 mod models;
 mod pair_model;
-mod quantized;
 mod represent;
+mod request;
 mod rerank;
 mod search;
 mod similar;
 mod strategy;
 mod summarize;
 mod sync;
-mod vector_index;
+mod vectors;
 #[cfg(feature = "watch")]
 mod watch;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 use ckeep_embed::Embedder;
 use ckeep_index::Bm25;
@@ -56,7 +54,6 @@ pub use ckeep_store::MetadataFilter;
 pub use dedup::{
     ChunkMatch, DedupOptions, DedupReport, DuplicateCluster, DuplicatePair, MatchedChunk,
 };
-pub use dense::ANN_MIN_VECTORS;
 pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
 pub use ingest::{Ingest, IngestReport};
@@ -68,14 +65,16 @@ pub use pair_model::{
 };
 pub use represent::{ContextParts, Fields, Representation, parse_list as parse_representations};
 pub use rerank::DEFAULT_RERANK_K;
-pub use search::{MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult, SearchTiming};
+pub use search::{
+    MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult, SearchTiming, Searcher,
+};
 pub use similar::{
     ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,
 };
 pub use strategy::{Level, MAX_K, Mode, Strategy, StrategyOverrides};
 pub use summarize::{LoadedSummarizer, Summarizer};
 pub use sync::{SyncPlan, SyncReport};
-pub use vector_index::VectorIndexBuild;
+pub use vectors::{ANN_MIN_VECTORS, VectorIndexBuild};
 #[cfg(feature = "watch")]
 pub use watch::{Changes, ChangesReport, Debounce, FolderWatch};
 
@@ -213,48 +212,14 @@ pub struct Engine<S> {
     analyzer: AnalyzerChoice,
     bm25: Bm25,
     embedder: Option<Arc<dyn Embedder>>,
-    /// Vectors and graphs loaded from the store, shared with [`Engine::reader`]s.
-    caches: Arc<RwLock<Caches>>,
-    /// Held while loading into `caches`, so concurrent queries after a write load once.
-    loading: Arc<Mutex<()>>,
+    /// Vectors and graphs loaded from the store, shared with [`Engine::reader`]s, and this
+    /// engine's refresh policy.
+    vectors: vectors::cache::VectorCache,
     /// Whether the HNSW graph is kept current by the caller (a server's background task)
     /// rather than built at ingest or on a query that finds it stale.
     background_index: bool,
-    /// With `Some`, loaded vectors older than the store are reused for up to half this long
-    /// (their hits checked against the store) instead of reloaded after every write, so a
-    /// write reaches dense search within it.
-    refresh_interval: Option<std::time::Duration>,
     /// Where language-model summaries are cached (`None`: not cached).
     generation_cache: Option<std::path::PathBuf>,
-}
-
-/// Vectors and graphs loaded from the store, each with the store generation it was read at.
-#[derive(Debug, Default)]
-struct Caches {
-    /// Each representation's vectors, normalised, loaded (or derived) on its first dense query
-    /// and brought up to date from the store's change log after writes.
-    dense: HashMap<String, Loaded<live::DenseIndex>>,
-    /// The compact codes of each quantised representation, loaded on its first dense query.
-    codes: HashMap<String, Loaded<quantized::CodeMatrix>>,
-    /// The HNSW graph over those vectors' base (by the generation of the base), for large
-    /// collections; `None` when the stored one is stale and the engine waits for the background
-    /// index.
-    ann: HashMap<String, (u64, Option<Arc<ckeep_index::Hnsw>>)>,
-}
-
-/// Something loaded from the store (one representation's vectors or codes) as of a store
-/// generation.
-#[derive(Debug)]
-struct Loaded<T> {
-    value: Arc<T>,
-    generation: u64,
-    at: std::time::Instant,
-}
-
-impl<T> Clone for Loaded<T> {
-    fn clone(&self) -> Self {
-        Self { value: Arc::clone(&self.value), generation: self.generation, at: self.at }
-    }
 }
 
 impl<S> Engine<S> {
@@ -265,10 +230,8 @@ impl<S> Engine<S> {
             analyzer: AnalyzerChoice::Auto,
             bm25: Bm25::default(),
             embedder: None,
-            caches: Arc::default(),
-            loading: Arc::default(),
+            vectors: vectors::cache::VectorCache::default(),
             background_index: false,
-            refresh_interval: None,
             generation_cache: None,
         }
     }
@@ -282,10 +245,8 @@ impl<S> Engine<S> {
             analyzer: self.analyzer,
             bm25: self.bm25,
             embedder: self.embedder.clone(),
-            caches: Arc::clone(&self.caches),
-            loading: Arc::clone(&self.loading),
+            vectors: self.vectors.shared(),
             background_index: self.background_index,
-            refresh_interval: self.refresh_interval,
             generation_cache: self.generation_cache.clone(),
         }
     }
@@ -298,7 +259,7 @@ impl<S> Engine<S> {
     /// after every write would take the queries' time.
     #[must_use]
     pub fn with_refresh_interval(mut self, interval: std::time::Duration) -> Self {
-        self.refresh_interval = Some(interval);
+        self.vectors.refresh_mut().interval = Some(interval);
         self
     }
 

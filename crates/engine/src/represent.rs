@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use ckeep_core::DocKey;
 use ckeep_store::{Manifest, VectorMatrix};
 
+use crate::manifest::{ManifestExt, summary_repr};
 use crate::{Error, PLAIN_FIELD, PLAIN_REPR, Result};
 
 /// What a chunk's context text is made of, in this order.
@@ -79,11 +80,6 @@ pub(crate) struct Resolved {
     /// representations are float32. Read with the manifest here, so a query does not read it
     /// again.
     pub quantize: ckeep_index::Quantization,
-}
-
-/// Name of the stored summary vectors of `summarizer`.
-pub(crate) fn summary_repr(summarizer: &str) -> String {
-    format!("summary:{summarizer}")
 }
 
 impl Representation {
@@ -226,7 +222,7 @@ Join several with + (repr=plain+summary) to fuse their document rankings (RRF)";
             }
         };
         let quantize = match &source {
-            Source::Stored(name) if vectors => crate::quantized::quantization_of(manifest, name)?,
+            Source::Stored(name) if vectors => manifest.quantization(name)?,
             Source::Stored(_) | Source::SummaryAvg { .. } | Source::WindowAvg(_) => {
                 ckeep_index::Quantization::None
             }

@@ -9,11 +9,10 @@
 use std::time::Duration;
 
 use ckeep_models::openai::OpenAiClient;
-use ckeep_store::StoreRead;
 use serde_json::Value;
 
-use crate::search::{SearchRequest, SearchResponse};
-use crate::{Engine, Error, Result};
+use crate::request::{SearchRequest, SearchResponse};
+use crate::{Error, Result};
 
 /// How long a reranker may take for one query's candidates.
 const TIMEOUT: Duration = Duration::from_mins(2);
@@ -49,67 +48,73 @@ fn parse_scores(
     Ok(out)
 }
 
-impl<S: StoreRead> Engine<S> {
-    /// Runs `req` without its rerank stage to `max(k, rerank_k)` results, then reorders the top
-    /// `rerank_k` by the reranker's scores (which become their scores) and keeps `k`.
-    pub(crate) fn search_reranked(
-        &self,
-        req: &SearchRequest,
-        spec: &str,
-    ) -> Result<SearchResponse> {
-        let strategy = &req.strategy;
-        let depth = strategy.rerank_k;
-        let mut inner = req.clone();
-        inner.strategy.k = strategy.k.max(depth);
-        let mut response = self.search_ranked(&inner)?;
-        let head = depth.min(response.results.len());
-        if head > 0 {
-            let client = OpenAiClient::from_spec(spec, "rerank", TIMEOUT)
-                .map_err(|e| Error::Invalid(format!("rerank={spec}: {}", e.message)))?;
-            let texts: Vec<&str> =
-                response.results[..head].iter().map(|r| r.text.as_str()).collect();
-            let body = serde_json::json!({
-                "query": req.query,
-                "documents": texts,
-                "texts": texts,
-                "top_n": head,
-                "return_documents": false,
-            });
-            let answer: Value = client
-                .post(body, MAX_ANSWER_BYTES, "a rerank answer")
-                .map_err(|e| Error::Server(e.to_string()))?;
-            let scores = parse_scores(&answer, head)
-                .map_err(|m| Error::Server(format!("{}: {m}", client.url())))?;
-            let mut scored: Vec<Option<f32>> = vec![None; head];
-            for (i, s) in scores {
-                scored[i] = Some(s);
-            }
-            if let Some(missing) = scored.iter().position(Option::is_none) {
-                return Err(Error::Server(format!(
-                    "{}: no score for candidate {missing} of {head}",
-                    client.url()
-                )));
-            }
-            let rest = response.results.split_off(head);
-            let mut reranked: Vec<_> = response.results.drain(..).zip(scored).collect();
-            // Stable: equal scores keep the first-stage order.
-            reranked.sort_by(|a, b| b.1.unwrap_or(0.0).total_cmp(&a.1.unwrap_or(0.0)));
-            response.results = reranked
-                .into_iter()
-                .map(|(mut r, s)| {
-                    r.score = s.unwrap_or(0.0);
-                    r
-                })
-                .chain(rest)
-                .collect();
-        }
-        response.results.truncate(strategy.k);
-        for (i, r) in response.results.iter_mut().enumerate() {
-            r.rank = i + 1;
-        }
-        response.strategy = strategy.to_string();
-        Ok(response)
+/// The request a rerank stage needs ranked first: `req` asking for at least `rerank_k`
+/// results (the request itself when it has no rerank stage).
+pub(crate) fn first_stage(req: &SearchRequest) -> std::borrow::Cow<'_, SearchRequest> {
+    if req.strategy.rerank.is_none() {
+        return std::borrow::Cow::Borrowed(req);
     }
+    let mut inner = req.clone();
+    inner.strategy.k = req.strategy.k.max(req.strategy.rerank_k);
+    std::borrow::Cow::Owned(inner)
+}
+
+/// `response`, the first stage's answer to `req` (see [`first_stage`]), with its top
+/// `rerank_k` reordered by the reranker's scores (which become their scores), cut to `k`; as it
+/// was when `req` has no rerank stage. Called once the store's read snapshot is let go: the
+/// server may take its time.
+pub(crate) fn reranked(
+    req: &SearchRequest,
+    mut response: SearchResponse,
+) -> Result<SearchResponse> {
+    let strategy = &req.strategy;
+    let Some(spec) = strategy.rerank.as_deref() else { return Ok(response) };
+    let head = strategy.rerank_k.min(response.results.len());
+    if head > 0 {
+        let client = OpenAiClient::from_spec(spec, "rerank", TIMEOUT)
+            .map_err(|e| Error::Invalid(format!("rerank={spec}: {}", e.message)))?;
+        let texts: Vec<&str> = response.results[..head].iter().map(|r| r.text.as_str()).collect();
+        let body = serde_json::json!({
+            "query": req.query,
+            "documents": texts,
+            "texts": texts,
+            "top_n": head,
+            "return_documents": false,
+        });
+        let answer: Value = client
+            .post(body, MAX_ANSWER_BYTES, "a rerank answer")
+            .map_err(|e| Error::Server(e.to_string()))?;
+        let scores = parse_scores(&answer, head)
+            .map_err(|m| Error::Server(format!("{}: {m}", client.url())))?;
+        let mut scored: Vec<Option<f32>> = vec![None; head];
+        for (i, s) in scores {
+            scored[i] = Some(s);
+        }
+        if let Some(missing) = scored.iter().position(Option::is_none) {
+            return Err(Error::Server(format!(
+                "{}: no score for candidate {missing} of {head}",
+                client.url()
+            )));
+        }
+        let rest = response.results.split_off(head);
+        let mut reranked: Vec<_> = response.results.drain(..).zip(scored).collect();
+        // Stable: equal scores keep the first-stage order.
+        reranked.sort_by(|a, b| b.1.unwrap_or(0.0).total_cmp(&a.1.unwrap_or(0.0)));
+        response.results = reranked
+            .into_iter()
+            .map(|(mut r, s)| {
+                r.score = s.unwrap_or(0.0);
+                r
+            })
+            .chain(rest)
+            .collect();
+    }
+    response.results.truncate(strategy.k);
+    for (i, r) in response.results.iter_mut().enumerate() {
+        r.rank = i + 1;
+    }
+    response.strategy = strategy.to_string();
+    Ok(response)
 }
 
 #[cfg(test)]

@@ -1,16 +1,20 @@
 //! Query: analyse → score chunks → rank chunks or aggregate to documents → fetch spans and text
 //! from the store → explain.
 
-use ckeep_core::{ChunkHit, ChunkId, DocKey, LexicalStats, Location, Posting, SourceMap, Span};
-use ckeep_store::{MetadataFilter, ReadSnapshot, StoredChunk};
+use ckeep_core::{ChunkHit, ChunkId, DocKey, LexicalStats, Posting, SourceMap, Span};
+use ckeep_store::{Manifest, ReadSnapshot, StoredChunk};
 use std::collections::{HashMap, HashSet};
 
-use ckeep_index::{Bm25, DocHit, FusedParts, TermExplanation, TitleField, top_k};
+use ckeep_index::{Bm25, DocHit, FusedParts, TitleField, top_k};
 use ckeep_store::StoreRead;
-use serde::Serialize;
 
 use crate::expand::Context;
 use crate::represent::Resolved;
+pub use crate::request::{
+    ChunkExplanation, Explanation, ResultChunk, SearchRequest, SearchResponse, SearchResult,
+    SearchTiming,
+};
+use crate::vectors::VectorParams;
 use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Strategy};
 
 /// Longest query accepted, in bytes.
@@ -36,140 +40,6 @@ const DOC_TEXT_CHUNKS: usize = 3;
 
 /// Separator between the texts of several chunks of one document result.
 const ELLIPSIS: &str = "\n…\n";
-
-/// A query and how to run it.
-#[derive(Debug, Clone)]
-pub struct SearchRequest {
-    /// The query text.
-    pub query: String,
-    /// The recipe.
-    pub strategy: Strategy,
-    /// Whether to include score explanations.
-    pub explain: bool,
-    /// Only documents whose metadata passes (dense search then scans exactly, so a filter that
-    /// keeps few documents still finds their best chunks).
-    pub filter: Option<MetadataFilter>,
-}
-
-impl SearchRequest {
-    /// A request with the default strategy.
-    pub fn new(query: impl Into<String>) -> Self {
-        Self { query: query.into(), strategy: Strategy::default(), explain: false, filter: None }
-    }
-}
-
-/// Results in the JSON shape of DESIGN.md.
-#[derive(Debug, Clone, Serialize)]
-pub struct SearchResponse {
-    /// The query.
-    pub query: String,
-    /// The strategy, in its textual form.
-    pub strategy: String,
-    /// Results, best first.
-    pub results: Vec<SearchResult>,
-    /// Where the time went; not part of the JSON (a server sends it as `Server-Timing`).
-    #[serde(skip)]
-    pub timing: SearchTiming,
-}
-
-/// Time spent in one search, so that the query's embedding (a model's cost) can be told apart
-/// from the search itself (the index's cost) by anyone measuring either.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SearchTiming {
-    /// Embedding the query (zero for BM25 search).
-    pub embed: std::time::Duration,
-    /// The whole search, embedding included.
-    pub total: std::time::Duration,
-}
-
-/// One result: a chunk, or a document with the chunks that ranked it.
-#[derive(Debug, Clone, Serialize)]
-pub struct SearchResult {
-    /// 1-based rank.
-    pub rank: usize,
-    /// The document's id.
-    pub doc_id: String,
-    /// The score (BM25 for chunks; aggregated for documents).
-    pub score: f32,
-    /// The text of the spans, in document order.
-    pub text: String,
-    /// Byte spans into the stored document, in document order.
-    pub spans: Vec<Span>,
-    /// Where each span came from in the source file, for documents extracted from a PDF (the
-    /// pages) or an HTML, EPUB or DOCX file (the element); absent for other documents.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub locations: Vec<Location>,
-    /// Heading path of the (first) chunk.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub headings: String,
-    /// The chunks behind the result, best first.
-    pub chunks: Vec<ResultChunk>,
-    /// Why the result ranks where it does (with `explain`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub explain: Option<Explanation>,
-}
-
-/// A chunk behind a result.
-#[derive(Debug, Clone, Serialize)]
-pub struct ResultChunk {
-    /// Its id.
-    pub chunk_id: ChunkId,
-    /// Its span.
-    pub span: Span,
-    /// Its score.
-    pub score: f32,
-}
-
-/// Score components of one result.
-#[derive(Debug, Clone, Serialize)]
-pub struct Explanation {
-    /// Scoring mode.
-    pub mode: String,
-    /// The analysed query terms (BM25).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub query_terms: Vec<String>,
-    /// The embedding model (dense).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// How the document score was formed from chunk scores (document level only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub aggregation: Option<String>,
-    /// How the hits were grown into the returned context, if they were.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expansion: Option<String>,
-    /// The representation(s) scored, when not `plain` (the chunk scores are the first one's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub representation: Option<String>,
-    /// Per chunk, each matching term's part of its BM25 score.
-    pub chunks: Vec<ChunkExplanation>,
-}
-
-/// Score components of one chunk.
-#[derive(Debug, Clone, Serialize)]
-pub struct ChunkExplanation {
-    /// The chunk.
-    pub chunk_id: ChunkId,
-    /// Its span.
-    pub span: Span,
-    /// Its BM25 score (BM25 and hybrid modes; absent when it matched no query term).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bm25: Option<f32>,
-    /// Its cosine similarity to the query (dense and hybrid modes).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dense: Option<f32>,
-    /// Its rank in the BM25 list (hybrid).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bm25_rank: Option<usize>,
-    /// Its rank in the dense list (hybrid).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dense_rank: Option<usize>,
-    /// Its fused score (hybrid).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fused: Option<f32>,
-    /// Per matching term (BM25 mode).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub terms: Vec<TermExplanation>,
-}
 
 /// The text field's postings beside a flat title-and-text field's, and the title's weight.
 struct TitlePostings {
@@ -207,13 +77,58 @@ fn as_asked(mut strategy: Strategy, req: &SearchRequest) -> String {
     strategy.to_string()
 }
 
+/// One search's view of the store: a read snapshot, and the manifest read once at its start,
+/// which every step of the search (strategy defaults and checks, the analyzer, the model
+/// check, representations) takes from here rather than reading it again. Made by
+/// [`Engine::searcher`]; a writer committing while it lives cannot make its reads disagree.
+#[derive(Debug)]
+pub struct Searcher<'e, S: StoreRead> {
+    engine: &'e Engine<S>,
+    manifest: Manifest,
+    _snapshot: ReadSnapshot<'e, S>,
+}
+
 impl<S: StoreRead> Engine<S> {
+    /// A view of the store for searching (see [`Searcher`]).
+    pub fn searcher(&self) -> Result<Searcher<'_, S>> {
+        let snapshot = ReadSnapshot::begin(&self.store)?;
+        let manifest = self.store.manifest()?;
+        Ok(Searcher { engine: self, manifest, _snapshot: snapshot })
+    }
+
+    /// Runs a search: ranked in one [`Searcher`], then reranked (if the strategy says so) once
+    /// its snapshot is let go.
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
+        let started = std::time::Instant::now();
+        let ranked = self.searcher()?.search_ranked(&crate::rerank::first_stage(req))?;
+        let mut response = crate::rerank::reranked(req, ranked)?;
+        response.timing.total = started.elapsed();
+        Ok(response)
+    }
+}
+
+impl<S: StoreRead> Searcher<'_, S> {
+    /// The manifest the search reads.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Runs a search in this snapshot, rerank stage included (the snapshot is held during the
+    /// reranker's call; [`Engine::search`] lets it go first).
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
+        let started = std::time::Instant::now();
+        let ranked = self.search_ranked(&crate::rerank::first_stage(req))?;
+        let mut response = crate::rerank::reranked(req, ranked)?;
+        response.timing.total = started.elapsed();
+        Ok(response)
+    }
+
     /// The request's strategy, validated, after the checks every query passes.
     fn checked_strategy(&self, req: &SearchRequest) -> Result<Strategy> {
         let mut strategy = req.strategy.clone().validate()?;
         if strategy.repr.is_empty() {
-            strategy.repr = match self.store.manifest()?.default_repr {
-                Some(spec) => crate::represent::parse_list(&spec).map_err(Error::Invalid)?,
+            strategy.repr = match &self.manifest.default_repr {
+                Some(spec) => crate::represent::parse_list(spec).map_err(Error::Invalid)?,
                 None => vec![crate::Representation::Plain],
             };
         }
@@ -227,13 +142,13 @@ impl<S: StoreRead> Engine<S> {
             )));
         }
         if let Some(wanted) = &strategy.chunker {
-            let stored = self.store.manifest()?.chunker.unwrap_or_default();
+            let stored = self.manifest.chunker.clone().unwrap_or_default();
             if stored != wanted.to_string() {
                 return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
             }
         }
         if let Some(wanted) = strategy.analyzer {
-            let stored = crate::analysis::of_store(&self.store.manifest()?)?;
+            let stored = crate::analysis::of_store(&self.manifest)?;
             if stored != wanted {
                 return Err(Error::AnalyzerMismatch {
                     stored: stored.name().into(),
@@ -244,37 +159,30 @@ impl<S: StoreRead> Engine<S> {
         Ok(strategy)
     }
 
-    /// Runs a search.
-    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
-        let started = std::time::Instant::now();
-        let mut response = match &req.strategy.rerank {
-            Some(spec) => self.search_reranked(req, spec),
-            None => self.search_ranked(req),
-        }?;
-        response.timing.total = started.elapsed();
-        Ok(response)
-    }
-
     /// The search without its rerank stage.
-    pub(crate) fn search_ranked(&self, req: &SearchRequest) -> Result<SearchResponse> {
+    fn search_ranked(&self, req: &SearchRequest) -> Result<SearchResponse> {
+        let engine = self.engine;
         let strategy = self.checked_strategy(req)?;
-        let _snapshot = ReadSnapshot::begin(&self.store)?;
-        let manifest = self.store.manifest()?;
+        let manifest = &self.manifest;
         let allowed: Option<HashSet<DocKey>> = match &req.filter {
-            Some(f) => Some(self.store.doc_keys_where(f)?.into_iter().collect()),
+            Some(f) => Some(engine.store.doc_keys_where(f)?.into_iter().collect()),
             None => None,
         };
         let summarizer = strategy.summarizer.as_ref().map(ToString::to_string);
         let reprs = strategy
             .repr
             .iter()
-            .map(|r| r.resolve(summarizer.as_deref(), &manifest, strategy.mode.needs_model()))
+            .map(|r| r.resolve(summarizer.as_deref(), manifest, strategy.mode.needs_model()))
             .collect::<Result<Vec<_>>>()?;
         let embedding = std::time::Instant::now();
-        let q = strategy.mode.needs_model().then(|| self.query_vector(&req.query)).transpose()?;
+        let q = strategy
+            .mode
+            .needs_model()
+            .then(|| engine.query_vector(manifest, &req.query))
+            .transpose()?;
         let embed = embedding.elapsed();
         let allowed = allowed.as_ref();
-        let analyzer = crate::analysis::of_store(&manifest)?;
+        let analyzer = crate::analysis::of_store(manifest)?;
         let score = |repr: &Resolved| {
             self.score(&req.query, q.as_deref(), &strategy, repr, analyzer, allowed)
         };
@@ -299,11 +207,11 @@ impl<S: StoreRead> Engine<S> {
                 fuse_documents(lists, strategy.k)
             }
         };
-        let contexts = self.expand(self.contexts_of(groups)?, strategy.expand)?;
+        let contexts = self.engine.expand(self.contexts_of(groups)?, strategy.expand)?;
         // Every text and document id in one look-up each.
         let wanted: Vec<(DocKey, Span)> =
             contexts.iter().flat_map(|c| c.spans.iter().map(|s| (c.doc, *s))).collect();
-        let mut texts = self.store.span_texts(&wanted)?.into_iter();
+        let mut texts = self.engine.store.span_texts(&wanted)?.into_iter();
         let (ids, maps) = self.documents_of(&contexts)?;
         let mut results = Vec::with_capacity(contexts.len());
         for (i, c) in contexts.into_iter().enumerate() {
@@ -343,7 +251,7 @@ impl<S: StoreRead> Engine<S> {
         let ids: Vec<ChunkId> =
             groups.iter().flat_map(|g| g.chunks.iter().map(|h| h.chunk)).collect();
         let records: HashMap<ChunkId, StoredChunk> =
-            self.store.chunks_by_id(&ids)?.into_iter().map(|r| (r.id, r)).collect();
+            self.engine.store.chunks_by_id(&ids)?.into_iter().map(|r| (r.id, r)).collect();
         let mut contexts = Vec::with_capacity(groups.len());
         for group in groups {
             let chunks: Vec<(ChunkHit, Span)> = group
@@ -380,11 +288,11 @@ impl<S: StoreRead> Engine<S> {
         let mut keys: Vec<DocKey> = contexts.iter().map(|c| c.doc).collect();
         keys.sort_unstable();
         keys.dedup();
-        let ids = keys.iter().copied().zip(self.store.doc_ids_by_key(&keys)?).collect();
+        let ids = keys.iter().copied().zip(self.engine.store.doc_ids_by_key(&keys)?).collect();
         let maps = keys
             .iter()
             .copied()
-            .zip(self.store.source_maps(&keys)?)
+            .zip(self.engine.store.source_maps(&keys)?)
             .filter_map(|(k, m)| Some((k, m?)))
             .collect();
         Ok((ids, maps))
@@ -402,16 +310,17 @@ impl<S: StoreRead> Engine<S> {
         allowed: Option<&HashSet<DocKey>>,
     ) -> Result<Scored> {
         let candidates = candidates(strategy);
+        let params = VectorParams::of(strategy);
         if strategy.mode == Mode::Dense {
             let hits =
-                self.dense_hits(q.unwrap_or_default(), repr, candidates, strategy, allowed)?;
+                self.engine.dense_hits(q.unwrap_or_default(), repr, candidates, params, allowed)?;
             return Ok(Scored { hits, dense_only: true, ..Scored::default() });
         }
         let (terms, _) = analyzer.term_counts(query);
         let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
         let field = repr.field.as_deref().unwrap_or(PLAIN_FIELD);
-        let (stats, postings) = self.store.postings(field, &names)?;
-        let bm25 = strategy.lexical.bm25(self.bm25)?;
+        let (stats, postings) = self.engine.store.postings(field, &names)?;
+        let bm25 = strategy.lexical.bm25(self.engine.bm25)?;
         let title = match strategy.lexical.title_weight {
             Some(_) if field == PLAIN_FIELD => {
                 return Err(Error::Invalid(format!(
@@ -420,7 +329,7 @@ impl<S: StoreRead> Engine<S> {
                 )));
             }
             Some(w) => {
-                let (text_stats, text) = self.store.postings(PLAIN_FIELD, &names)?;
+                let (text_stats, text) = self.engine.store.postings(PLAIN_FIELD, &names)?;
                 Some(TitlePostings { text, text_stats, weight: w.get() })
             }
             None => None,
@@ -433,7 +342,7 @@ impl<S: StoreRead> Engine<S> {
         let mut fused = None;
         if let Mode::Hybrid(fusion) = strategy.mode {
             let dense_hits =
-                self.dense_hits(q.unwrap_or_default(), repr, candidates, strategy, allowed)?;
+                self.engine.dense_hits(q.unwrap_or_default(), repr, candidates, params, allowed)?;
             let (f, parts) = fusion.fuse(hits, dense_hits, candidates);
             hits = f;
             fused = Some(parts);
@@ -480,6 +389,7 @@ impl<S: StoreRead> Engine<S> {
             mode: strategy.mode.to_string(),
             query_terms: scored.names.clone(),
             model: self
+                .engine
                 .embedder
                 .as_ref()
                 .filter(|_| strategy.mode.needs_model())

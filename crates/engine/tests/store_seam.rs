@@ -1,8 +1,10 @@
 //! The engine across the store seam: a store that says it searches vectors but then declines a
-//! search (`nearest` answers `None`) still gets dense results, from the engine's own scan.
+//! search (`nearest` answers `None`) still gets dense results, from the engine's own scan; and a
+//! search reads the store's manifest once, whatever its strategy.
 //! Fast tier: `SQLite` in memory and the deterministic test embedder.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ckeep_core::{ChunkId, DocKey, Document, LexicalStats, Posting, Span};
 use ckeep_engine::{Engine, Mode, SearchRequest, Strategy};
@@ -11,15 +13,23 @@ use ckeep_store::{
     SqliteStore, StoreRead, StoreStats, StoreWrite, StoredChunk, StoredDocument, VectorMatrix,
 };
 
-/// `SQLite`, claiming a vector search of its own that then answers nothing.
+/// `SQLite`, counting its manifest reads, and (`declines`) claiming a vector search of its own
+/// that then answers nothing.
 #[derive(Debug)]
-struct Declining(SqliteStore);
+struct Seam(SqliteStore, AtomicUsize, bool);
 
-impl StoreRead for Declining {
+impl Seam {
+    fn new(declines: bool) -> Self {
+        Self(SqliteStore::in_memory().unwrap(), AtomicUsize::new(0), declines)
+    }
+}
+
+impl StoreRead for Seam {
     fn location(&self) -> String {
         self.0.location()
     }
     fn manifest(&self) -> Result<Manifest> {
+        self.1.fetch_add(1, Ordering::SeqCst);
         self.0.manifest()
     }
     fn document(&self, id: &str) -> Result<Option<StoredDocument>> {
@@ -111,21 +121,24 @@ impl StoreRead for Declining {
         self.0.end_read()
     }
     fn searches_vectors(&self) -> bool {
-        true
+        self.2 || self.0.searches_vectors()
     }
     fn nearest(
         &self,
-        _repr: &str,
-        _query: &[f32],
-        _k: usize,
-        _exact: bool,
-        _docs: Option<&[DocKey]>,
+        repr: &str,
+        query: &[f32],
+        k: usize,
+        exact: bool,
+        docs: Option<&[DocKey]>,
     ) -> Result<Option<VectorMatrix>> {
-        Ok(None)
+        if self.2 {
+            return Ok(None);
+        }
+        self.0.nearest(repr, query, k, exact, docs)
     }
 }
 
-impl StoreWrite for Declining {
+impl StoreWrite for Seam {
     fn set_manifest(&mut self, manifest: &Manifest) -> Result<()> {
         self.0.set_manifest(manifest)
     }
@@ -140,9 +153,8 @@ impl StoreWrite for Declining {
     }
 }
 
-#[test]
-fn a_store_that_declines_a_vector_search_still_gets_dense_results() {
-    let store = Declining(SqliteStore::in_memory().unwrap());
+/// An engine over `store` with three short documents, English and Chinese, embedded.
+fn engine_over(store: Seam) -> Engine<Seam> {
     let mut engine =
         Engine::new(store).with_embedder(Arc::new(ckeep_embed::HashingEmbedder::new(256)));
     let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
@@ -154,6 +166,12 @@ fn a_store_that_declines_a_vector_search_still_gets_dense_results() {
         ingest.add(Document::new(id, "", text)).unwrap();
     }
     ingest.finish().unwrap();
+    engine
+}
+
+#[test]
+fn a_store_that_declines_a_vector_search_still_gets_dense_results() {
+    let engine = engine_over(Seam::new(true));
     let search = |query: &str| {
         let strategy = Strategy { mode: Mode::Dense, k: 3, ..Strategy::default() };
         let req = SearchRequest { query: query.into(), strategy, explain: false, filter: None };
@@ -162,4 +180,31 @@ fn a_store_that_declines_a_vector_search_still_gets_dense_results() {
     };
     assert_eq!(search("water of rivers").first().map(String::as_str), Some("rivers"));
     assert_eq!(search("山上的河流").first().map(String::as_str), Some("河流"));
+}
+
+#[test]
+fn a_search_reads_the_manifest_once() {
+    let engine = engine_over(Seam::new(false));
+    for spec in [
+        "mode=bm25",
+        "mode=dense",
+        "mode=hybrid,level=doc",
+        "mode=hybrid:linear=0.5,expand=window:1",
+        "mode=dense,repr=plain+window-avg:1,level=doc,exact=true",
+        "mode=bm25,chunker=paragraphs,analyzer=jieba",
+    ] {
+        let strategy: Strategy = spec.parse().unwrap();
+        for (query, explain) in [("water of rivers", false), ("山上的河流", true)] {
+            let req = SearchRequest {
+                query: query.into(),
+                strategy: strategy.clone(),
+                explain,
+                filter: None,
+            };
+            let before = engine.store().1.load(Ordering::SeqCst);
+            let res = engine.search(&req).unwrap();
+            assert!(!res.results.is_empty(), "{spec}: {query}");
+            assert_eq!(engine.store().1.load(Ordering::SeqCst) - before, 1, "{spec}: {query}");
+        }
+    }
 }

@@ -6,35 +6,19 @@
 //! codes walk the HNSW graph built over the float32 vectors instead of being scanned, when the
 //! store has a current one (`ckeep add` builds it; a server under writes scans).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_index::{Codes, Hnsw, Quantization, dot, top_k};
-use ckeep_store::{Manifest, StoreRead, StoreWrite};
+use ckeep_store::{StoreRead, StoreWrite};
 
-use crate::dense::{ANN_EF, ANN_MIN_VECTORS, Cached, MIN_CHANGES_READ_ALL, stamp_of};
-use crate::{Caches, Engine, Error, Loaded, Result};
-
-/// A representation's vectors as compact codes, with the chunk and document of each row.
-#[derive(Debug)]
-pub(crate) struct CodeMatrix {
-    ids: Vec<ChunkId>,
-    docs: Vec<DocKey>,
-    codes: Codes,
-    /// The store's HNSW graph over these rows, read when a search first needs it; `None`
-    /// when the collection is small, the codes binary, or the stored graph is not current.
-    graph: OnceLock<Option<Arc<Hnsw>>>,
-}
-
-impl Cached for CodeMatrix {
-    fn slot(caches: &Caches) -> &HashMap<String, Loaded<Self>> {
-        &caches.codes
-    }
-    fn slot_mut(caches: &mut Caches) -> &mut HashMap<String, Loaded<Self>> {
-        &mut caches.codes
-    }
-}
+use super::blob::stamp_of;
+use super::cache::Loaded;
+use super::codes::CodeMatrix;
+use super::{ANN_EF, ANN_MIN_VECTORS, MIN_CHANGES_READ_ALL, Rescoring, same_dimension};
+use crate::manifest::ManifestExt;
+use crate::{Engine, Error, Result};
 
 /// Candidates that get exact scores (times the oversampling): the best 100 decide a top 10
 /// of documents or fused results too; deeper candidates of a document-level or hybrid
@@ -43,22 +27,10 @@ impl Cached for CodeMatrix {
 /// `SQuAD`'s document-level evaluation 5× slower than float32 search.
 const RESCORED_POOL: usize = 100;
 
-/// How a dense search treats quantised vectors (the strategy's `oversample` and `rescore`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Rescoring {
-    /// Candidates rescored per result (`None`: the quantisation's default).
-    pub oversample: Option<usize>,
-    /// Whether candidates are rescored with their float32 vectors at all.
-    pub rescore: bool,
-}
-
-/// The quantisation `manifest` records for stored representation `name`.
-pub(crate) fn quantization_of(manifest: &Manifest, name: &str) -> Result<Quantization> {
-    manifest.quantize.get(name).map_or(Ok(Quantization::None), |q| {
-        q.parse().map_err(|e: ckeep_index::Error| {
-            Error::Invalid(format!("the store's manifest quantizes `{name}` oddly: {e}"))
-        })
-    })
+/// The cache key of stored representation `name` held as `kind` codes (`plain@int8`), also
+/// the name memory reports give it.
+fn codes_key(name: &str, kind: Quantization) -> String {
+    format!("{name}@{kind}")
 }
 
 impl<S: StoreRead> Engine<S> {
@@ -67,7 +39,7 @@ impl<S: StoreRead> Engine<S> {
     /// codes loaded before are brought up to date from the store's change log when the changes
     /// are few, as float32 vectors are ([`Engine::apply_changes`]).
     fn codes(&self, name: &str, kind: Quantization) -> Result<(Arc<CodeMatrix>, u64, bool)> {
-        let key = format!("{name}@{kind}");
+        let key = codes_key(name, kind);
         self.load_cached(&key, |previous: Option<&Loaded<CodeMatrix>>, _| {
             if let Some(previous) = previous
                 && let Some(changed) = self.store.vector_changes(name, previous.generation)?
@@ -148,13 +120,7 @@ impl<S: StoreRead> Engine<S> {
         if m.ids.is_empty() {
             return Ok(Vec::new());
         }
-        if m.codes.dim() != q.len() {
-            return Err(Error::Invalid(format!(
-                "the store's vectors have {} dimensions, the query's {}",
-                m.codes.dim(),
-                q.len()
-            )));
-        }
+        same_dimension(m.codes.dim(), q)?;
         let oversample = rescoring.oversample.unwrap_or_else(|| kind.default_oversample());
         let rescored = candidates.min(RESCORED_POOL).saturating_mul(oversample);
         let wanted = match (rescoring.rescore, kind) {
@@ -214,16 +180,13 @@ impl<S: StoreRead> Engine<S> {
     /// Bytes each quantised representation loaded so far takes in memory: its codes (and
     /// chunk ids) as `name@kind`, and the graph they walk, once read, as `name@kind:hnsw`.
     pub fn quantized_memory(&self) -> Vec<(String, usize)> {
-        let caches = self.caches.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut all: Vec<(String, usize)> = caches
-            .codes
-            .iter()
-            .map(|(k, l)| (k.clone(), l.value.codes.memory() + 16 * l.value.ids.len()))
-            .collect();
-        all.extend(caches.codes.iter().filter_map(|(k, l)| {
-            let graph = l.value.graph.get()?.as_ref()?;
-            Some((format!("{k}:hnsw"), graph.memory()))
-        }));
+        let mut all = Vec::new();
+        self.vectors.each_codes(|key, m| {
+            all.push((key.to_string(), m.codes.memory() + 16 * m.ids.len()));
+            if let Some(graph) = m.graph.get().and_then(Option::as_ref) {
+                all.push((format!("{key}:hnsw"), graph.memory()));
+            }
+        });
         all.sort();
         all
     }
@@ -243,12 +206,7 @@ impl<S: StoreWrite> Engine<S> {
                     manifest.representations.join(", ")
                 )));
             }
-            None => manifest
-                .representations
-                .iter()
-                .filter(|r| !r.starts_with("summary:"))
-                .cloned()
-                .collect(),
+            None => manifest.chunk_representations().cloned().collect(),
         };
         if names.is_empty() && kind != Quantization::None {
             return Err(Error::Invalid(

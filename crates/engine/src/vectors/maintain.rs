@@ -1,7 +1,8 @@
 //! Keeping each representation's HNSW graph current: built (and persisted) for a collection
 //! read whole, updated in place for the rows written and removed since (a server's indexer),
 //! compacted and persisted when those changes pass [`COMPACT_SHARE`] of it, rebuilt when
-//! removals pass [`crate::live::REBUILD_SHARE`] of it.
+//! removals pass [`REBUILD_SHARE`] of it. The writer's side of the vectors: searches only read
+//! what this installs.
 
 use std::sync::Arc;
 
@@ -9,10 +10,13 @@ use ckeep_core::ChunkId;
 use ckeep_index::{Hnsw, HnswParams, Quantization};
 use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
 
-use crate::dense::{ANN_MIN_VECTORS, ann_blob, is_current, stamp, stamp_of};
-use crate::live::{DenseIndex, REBUILD_SHARE};
+use super::ANN_MIN_VECTORS;
+use super::blob::{GraphBlobName, blob_parts, graph_blob, is_current, stamp, stamp_of};
+use super::cache::GraphEntry;
+use super::live::{DenseIndex, REBUILD_SHARE};
+use crate::manifest::ManifestExt;
 use crate::represent::{Resolved, Source};
-use crate::{Engine, Loaded, Result};
+use crate::{Engine, Result};
 
 /// A graph updated in place is compacted and persisted once its inserts and tombstones pass
 /// this share of its rows: often enough that a restart (or a crash) rarely finds the stored
@@ -27,41 +31,11 @@ pub struct VectorIndexBuild {
     blob: Vec<u8>,
 }
 
-/// Marks the chunk ids a stored graph was built over, between its stamp and the graph (older
-/// blobs go straight on to the graph, whose own magic differs).
-const IDS_MAGIC: u32 = 0x3153_4449; // "IDS1"
-
 impl VectorIndexBuild {
-    /// `graph` of representation `name`, built over the rows of `m`: their stamp, their
-    /// chunk ids (so a later process can carry the graph over to rows that changed since),
-    /// then the graph.
+    /// `graph` of representation `name`, built over the rows of `m` (see [`graph_blob`]).
     fn new(name: &str, m: &VectorMatrix, graph: &Hnsw) -> Self {
-        let mut blob = stamp(m).to_vec();
-        blob.reserve(12 + 8 * m.ids.len());
-        blob.extend(IDS_MAGIC.to_le_bytes());
-        blob.extend((m.ids.len() as u64).to_le_bytes());
-        for id in &m.ids {
-            blob.extend(id.0.to_le_bytes());
-        }
-        blob.extend(graph.to_bytes());
-        Self { name: name.to_string(), blob }
+        Self { name: name.to_string(), blob: graph_blob(m, graph) }
     }
-}
-
-/// A stored graph blob's parts after the stamp: the chunk ids it was built over (absent in
-/// blobs written before they were kept) and the graph's bytes; `None` if malformed.
-pub(crate) fn blob_parts(blob: &[u8]) -> Option<(Option<Vec<ChunkId>>, &[u8])> {
-    let rest = blob.get(32..)?;
-    if rest.get(..4)? != IDS_MAGIC.to_le_bytes() {
-        return Some((None, rest));
-    }
-    let count = usize::try_from(u64::from_le_bytes(rest.get(4..12)?.try_into().ok()?)).ok()?;
-    let ids = rest.get(12..12 + count.checked_mul(8)?)?;
-    let ids = ids
-        .chunks_exact(8)
-        .map(|b| ChunkId(i64::from_le_bytes(b.try_into().unwrap_or_default())))
-        .collect();
-    Some((Some(ids), &rest[12 + 8 * count..]))
 }
 
 impl<S: StoreRead> Engine<S> {
@@ -95,14 +69,14 @@ impl<S: StoreRead> Engine<S> {
         if self.store.searches_vectors() {
             return Ok(builds);
         }
-        for name in manifest.representations.iter().filter(|r| !r.starts_with("summary:")) {
+        for name in manifest.chunk_representations() {
             let repr = Resolved {
                 key: name.clone(),
                 source: Source::Stored(name.clone()),
                 field: None,
                 quantize: Quantization::None,
             };
-            match crate::quantized::quantization_of(&manifest, name)? {
+            match manifest.quantization(name)? {
                 Quantization::None => {}
                 // Binary codes are scanned: their estimates are too coarse to walk a graph.
                 Quantization::Binary => continue,
@@ -132,7 +106,7 @@ impl<S: StoreRead> Engine<S> {
                 }
                 let graph = graph.unwrap_or_else(|| Arc::new(self.graph_for(name, &index.base)));
                 builds.push(VectorIndexBuild::new(name, &index.base, &graph));
-                self.install_graph(name, index.base_generation, graph);
+                self.vectors.set_graph(name, index.base_generation, Some(graph));
                 continue;
             }
             match graph {
@@ -184,7 +158,7 @@ impl<S: StoreRead> Engine<S> {
     /// The stored graph of `name` carried over to the rows of `m`, if it keeps the ids it was
     /// built over and they differ from `m`'s in few rows.
     fn carried_graph(&self, name: &str, m: &VectorMatrix) -> Option<Hnsw> {
-        let blob = self.store.aux(&ann_blob(name)).ok().flatten()?;
+        let blob = self.store.aux(&GraphBlobName(name).to_string()).ok().flatten()?;
         let (ids, graph) = blob_parts(&blob)?;
         let ids = ids?;
         if !is_current(&blob, &stamp_of(m.dim, &ids)) {
@@ -202,21 +176,14 @@ impl<S: StoreRead> Engine<S> {
 
     /// Whether the store keeps a graph for `name` built over rows with this stamp.
     fn has_current_graph(&self, name: &str, stamp: &[u8; 32]) -> Result<bool> {
-        Ok(self.store.aux(&ann_blob(name))?.is_some_and(|b| is_current(&b, stamp)))
+        Ok(self.store.aux(&GraphBlobName(name).to_string())?.is_some_and(|b| is_current(&b, stamp)))
     }
 
     /// The graph cached for the vectors of representation `key` read at `generation`.
     fn cached_graph(&self, key: &str, generation: u64) -> Option<Arc<Hnsw>> {
-        let caches = self.caches.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        caches.ann.get(key).filter(|(g, _)| *g == generation).and_then(|(_, g)| g.clone())
-    }
-
-    /// Caches `graph` as the one of `key`'s vectors read at `generation`, unless a newer one
-    /// is.
-    fn install_graph(&self, key: &str, generation: u64, graph: Arc<Hnsw>) {
-        let mut caches = self.caches.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if caches.ann.get(key).is_none_or(|(g, _)| *g <= generation) {
-            caches.ann.insert(key.to_string(), (generation, Some(graph)));
+        match self.vectors.graph(key, generation) {
+            GraphEntry::Known(graph) => graph,
+            GraphEntry::Unknown => None,
         }
     }
 
@@ -230,7 +197,7 @@ impl<S: StoreRead> Engine<S> {
         mut generation: u64,
         graph: Arc<Hnsw>,
     ) -> Result<()> {
-        let _loading = self.loading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _loading = self.vectors.loading();
         let _snapshot = ReadSnapshot::begin(&self.store)?;
         let current = self.store.generation()?;
         if current > generation
@@ -240,14 +207,9 @@ impl<S: StoreRead> Engine<S> {
         {
             (index, generation) = (caught_up, current);
         }
-        let mut caches = self.caches.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if caches.dense.get(&repr.key).is_some_and(|l| l.generation > generation) {
-            // Readers are past what the log could bring this to; the next build starts there.
-            return Ok(());
-        }
-        caches.ann.insert(repr.key.clone(), (index.base_generation, Some(graph)));
-        let loaded = Loaded { value: Arc::new(index), generation, at: std::time::Instant::now() };
-        caches.dense.insert(repr.key.clone(), loaded);
+        // Not installed when readers are past what the log could bring this to; the next
+        // build starts there.
+        self.vectors.install_dense(&repr.key, index, generation, graph);
         Ok(())
     }
 }
@@ -268,41 +230,8 @@ impl<S: StoreWrite> Engine<S> {
     /// ignores it until the next build.
     pub fn save_vector_index(&mut self, builds: Vec<VectorIndexBuild>) -> Result<()> {
         for b in builds {
-            self.store.set_aux(&ann_blob(&b.name), &b.blob)?;
+            self.store.set_aux(&GraphBlobName(&b.name).to_string(), &b.blob)?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stored_graph_keeps_its_ids_and_older_blobs_still_read() {
-        let dim = 4;
-        let data: Vec<f32> = (0..40).map(|i| ((i * 7919) % 13) as f32 - 6.0).collect();
-        let graph = Hnsw::build(&data, dim, HnswParams::default());
-        let ids: Vec<ChunkId> = (0..10).map(|i| ChunkId(i * 3 - 5)).collect();
-        let m = VectorMatrix { ids: ids.clone(), docs: vec![ckeep_core::DocKey(1); 10], dim, data };
-        let built = VectorIndexBuild::new("plain", &m, &graph);
-        assert!(is_current(&built.blob, &stamp(&m)));
-        let (kept, bytes) = blob_parts(&built.blob).unwrap();
-        assert_eq!(kept, Some(ids));
-        assert_eq!(bytes, graph.to_bytes());
-        // Written before the ids were kept: stamp, then the graph.
-        let mut older = stamp(&m).to_vec();
-        older.extend(graph.to_bytes());
-        let (kept, bytes) = blob_parts(&older).unwrap();
-        assert_eq!((kept, bytes), (None, &graph.to_bytes()[..]));
-        // Cut short or garbage: nothing, not a panic.
-        for cut in [0, 20, 34, 40, 60] {
-            let part = &built.blob[..cut];
-            assert!(
-                blob_parts(part)
-                    .is_none_or(|(ids, g)| ids.is_none() || Hnsw::from_bytes(g).is_none()),
-                "{cut}"
-            );
-        }
     }
 }

@@ -11,10 +11,11 @@ use ckeep_eval::tune::{FoldChoice, Tuning, cross_validate, expand_grid};
 use ckeep_eval::{Metric, paired_randomization};
 use serde::Serialize;
 
-use super::eval::{Runs, compare, load_dataset};
+use super::compare::{Runs, compare, load_dataset};
 use crate::UsageError;
-use crate::args::EvalTuneArgs;
 use crate::output::{Output, outln};
+use clap::Args;
+use crate::flags::{DatasetFlags, parse_metric};
 
 /// Permutations of the test against the baseline, as `eval run` uses.
 const ROUNDS: usize = 10_000;
@@ -48,6 +49,26 @@ struct TuneOutput<'a> {
     /// The best candidate over all queries: chosen on the queries it is scored on.
     in_sample_best: Candidate<'a>,
     candidates: Vec<Candidate<'a>>,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalTuneArgs {
+    #[command(flatten)]
+    pub data: DatasetFlags,
+    /// Candidate strategies: `{a,b,…}` groups expand to every combination
+    /// (`mode=hybrid:linear={0.3,0.5,0.7}`); repeat the flag for more. The first candidate is
+    /// the baseline the tuned score is tested against.
+    #[arg(long = "strategy", value_name = "SPEC", required = true)]
+    pub strategies: Vec<String>,
+    /// The objective: the metric whose mean each fold maximises.
+    #[arg(long, value_name = "METRIC", default_value = "ndcg@10", value_parser = parse_metric)]
+    pub metric: ckeep_eval::Metric,
+    /// Number of folds the queries are dealt into.
+    #[arg(long, value_name = "K", default_value_t = 5, value_parser = clap::value_parser!(u16).range(2..=1000))]
+    pub folds: u16,
+    /// Seed of the shuffle that deals queries into folds.
+    #[arg(long, value_name = "N", default_value_t = 42)]
+    pub seed: u64,
 }
 
 pub fn run(args: &EvalTuneArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {

@@ -1,0 +1,55 @@
+//! `ckeep eval`: score a run (`metrics`), compare strategies on a dataset (`run`), choose a
+//! strategy's parameters by cross-validation (`tune`).
+
+mod compare;
+mod run;
+mod tune;
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use run::{EvalMetricsArgs, EvalRunArgs};
+use tune::EvalTuneArgs;
+use crate::flags::eval_help;
+
+use crate::output::Output;
+
+#[derive(Debug, Args)]
+#[command(after_long_help = eval_help(), after_help = eval_help())]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    pub command: EvalCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Score an existing TREC run against qrels (TREC or BEIR TSV), from any system.
+    #[command(after_help = eval_help())]
+    Metrics(EvalMetricsArgs),
+    /// Index a dataset once per chunker, run every strategy, and compare them in one table.
+    ///
+    /// Datasets: a BEIR directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv), a directory
+    /// with docs.jsonl + queries.jsonl (long documents), those two files named with --docs and
+    /// --queries, or a fastbook-benchmark directory (--split chN for one chapter). Each strategy after the first gets a paired randomisation test against
+    /// the first (10,000 permutations).
+    #[command(after_help = eval_help())]
+    Run(EvalRunArgs),
+    /// Choose a strategy's parameters by k-fold cross-validation over queries, and report only
+    /// out-of-fold scores: each fold's queries are scored by the candidate that did best on the
+    /// other folds, so no query is scored by parameters chosen on it.
+    ///
+    /// Candidates come from --strategy specs with `{a,b,…}` groups (fusion weight, RRF k,
+    /// aggregation, expansion, representation). Prints each fold's choice with its training
+    /// and held-out means, the out-of-fold mean with a paired randomisation test against the
+    /// first candidate, and — marked as optimistic — the best candidate over all queries.
+    #[command(after_help = eval_help())]
+    Tune(EvalTuneArgs),
+}
+
+pub fn run(cmd: &EvalCommand, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
+    match cmd {
+        EvalCommand::Metrics(a) => run::metrics(a, out),
+        EvalCommand::Run(a) => run::run_strategies(a, no_cache, out),
+        EvalCommand::Tune(a) => tune::run(a, no_cache, out),
+    }
+}

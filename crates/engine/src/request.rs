@@ -1,0 +1,143 @@
+//! What a search is asked and what it answers: the request, and the results in the JSON shape of
+//! DESIGN.md that every front end renders.
+
+use ckeep_core::{ChunkId, Location, Span};
+use ckeep_index::TermExplanation;
+use ckeep_store::MetadataFilter;
+use serde::Serialize;
+
+use crate::Strategy;
+
+/// A query and how to run it.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    /// The query text.
+    pub query: String,
+    /// The recipe.
+    pub strategy: Strategy,
+    /// Whether to include score explanations.
+    pub explain: bool,
+    /// Only documents whose metadata passes (dense search then scans exactly, so a filter that
+    /// keeps few documents still finds their best chunks).
+    pub filter: Option<MetadataFilter>,
+}
+
+impl SearchRequest {
+    /// A request with the default strategy.
+    pub fn new(query: impl Into<String>) -> Self {
+        Self { query: query.into(), strategy: Strategy::default(), explain: false, filter: None }
+    }
+}
+
+/// Results in the JSON shape of DESIGN.md.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResponse {
+    /// The query.
+    pub query: String,
+    /// The strategy, in its textual form.
+    pub strategy: String,
+    /// Results, best first.
+    pub results: Vec<SearchResult>,
+    /// Where the time went; not part of the JSON (a server sends it as `Server-Timing`).
+    #[serde(skip)]
+    pub timing: SearchTiming,
+}
+
+/// Time spent in one search, so that the query's embedding (a model's cost) can be told apart
+/// from the search itself (the index's cost) by anyone measuring either.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SearchTiming {
+    /// Embedding the query (zero for BM25 search).
+    pub embed: std::time::Duration,
+    /// The whole search, embedding included.
+    pub total: std::time::Duration,
+}
+
+/// One result: a chunk, or a document with the chunks that ranked it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// 1-based rank.
+    pub rank: usize,
+    /// The document's id.
+    pub doc_id: String,
+    /// The score (BM25 for chunks; aggregated for documents).
+    pub score: f32,
+    /// The text of the spans, in document order.
+    pub text: String,
+    /// Byte spans into the stored document, in document order.
+    pub spans: Vec<Span>,
+    /// Where each span came from in the source file, for documents extracted from a PDF (the
+    /// pages) or an HTML, EPUB or DOCX file (the element); absent for other documents.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<Location>,
+    /// Heading path of the (first) chunk.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub headings: String,
+    /// The chunks behind the result, best first.
+    pub chunks: Vec<ResultChunk>,
+    /// Why the result ranks where it does (with `explain`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explanation>,
+}
+
+/// A chunk behind a result.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResultChunk {
+    /// Its id.
+    pub chunk_id: ChunkId,
+    /// Its span.
+    pub span: Span,
+    /// Its score.
+    pub score: f32,
+}
+
+/// Score components of one result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    /// Scoring mode.
+    pub mode: String,
+    /// The analysed query terms (BM25).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub query_terms: Vec<String>,
+    /// The embedding model (dense).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// How the document score was formed from chunk scores (document level only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregation: Option<String>,
+    /// How the hits were grown into the returned context, if they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expansion: Option<String>,
+    /// The representation(s) scored, when not `plain` (the chunk scores are the first one's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub representation: Option<String>,
+    /// Per chunk, each matching term's part of its BM25 score.
+    pub chunks: Vec<ChunkExplanation>,
+}
+
+/// Score components of one chunk.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChunkExplanation {
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// Its span.
+    pub span: Span,
+    /// Its BM25 score (BM25 and hybrid modes; absent when it matched no query term).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bm25: Option<f32>,
+    /// Its cosine similarity to the query (dense and hybrid modes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense: Option<f32>,
+    /// Its rank in the BM25 list (hybrid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bm25_rank: Option<usize>,
+    /// Its rank in the dense list (hybrid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense_rank: Option<usize>,
+    /// Its fused score (hybrid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fused: Option<f32>,
+    /// Per matching term (BM25 mode).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub terms: Vec<TermExplanation>,
+}

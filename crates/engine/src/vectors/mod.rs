@@ -1,0 +1,227 @@
+//! Dense retrieval: a query's vector against a representation's chunk vectors, by one entry
+//! ([`Engine::dense_hits`]) over four backends ([`Backend`]): an exact scan, the HNSW graph, the
+//! compact codes of a quantised representation, or the store's own vector search.
+//!
+//! - `cache`: what is loaded (vectors, codes, graphs), shared by an engine and its readers, and
+//!   the refresh policy;
+//! - `dense`: loading float32 vectors and following the store's change log; the query's vector;
+//! - `live`: a representation's vectors while the store changes (base, tail, removed rows);
+//! - `codes`, `quantized`: int8 and binary codes, and searching them;
+//! - `blob`: the stored graph's format (stamp, chunk ids, graph);
+//! - `maintain`: the writer's side, keeping each graph current and saving it.
+//!
+//! Nothing here imports the search pipeline (`search`, `expand`): vectors are below it.
+
+mod blob;
+pub(crate) mod cache;
+mod codes;
+mod dense;
+pub(crate) mod live;
+mod maintain;
+mod quantized;
+
+use std::collections::HashSet;
+
+use ckeep_core::{ChunkHit, DocKey};
+use ckeep_index::{Quantization, dot_all, top_k};
+use ckeep_store::{StoreRead, VectorMatrix};
+
+pub(crate) use dense::check_model;
+pub use maintain::VectorIndexBuild;
+
+use crate::represent::{Resolved, Source};
+use crate::{Engine, Error, Result, Strategy};
+
+/// Collections with at least this many vectors are searched through the HNSW graph (unless the
+/// strategy says `exact`); below it an exact scan is fast enough and always right.
+pub const ANN_MIN_VECTORS: usize = 20_000;
+
+/// Beam width of HNSW searches (at least the number of candidates asked for).
+const ANN_EF: usize = 128;
+
+/// Changes applied to loaded vectors rather than reading them all again: up to a quarter of
+/// the rows plus this many (so a small collection still follows its writes by the log).
+const MIN_CHANGES_READ_ALL: usize = 1_024;
+
+/// Extra neighbours asked of a store that searches its own vectors (see
+/// [`Engine::store_hits`]).
+const NEAREST_MARGIN: usize = 16;
+
+/// How a dense search treats quantised vectors (the strategy's `oversample` and `rescore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rescoring {
+    /// Candidates rescored per result (`None`: the quantisation's default).
+    pub oversample: Option<usize>,
+    /// Whether candidates are rescored with their float32 vectors at all.
+    pub rescore: bool,
+}
+
+/// What a strategy asks of a dense search, in one place: exactness, the quantisation to use
+/// (`None`: the manifest's), and how candidates from codes are rescored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VectorParams {
+    pub exact: bool,
+    pub quantize: Option<Quantization>,
+    pub rescoring: Rescoring,
+}
+
+impl VectorParams {
+    pub fn of(strategy: &Strategy) -> Self {
+        Self {
+            exact: strategy.exact,
+            quantize: strategy.quantize,
+            rescoring: Rescoring { oversample: strategy.oversample, rescore: strategy.rescore },
+        }
+    }
+}
+
+/// Where a dense search finds its candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend<'a> {
+    /// Every loaded vector scored (asked for, filtered, or a collection too small for a graph).
+    Exact,
+    /// The loaded vectors' HNSW graph (a large collection; an exact scan while it has none).
+    Graph,
+    /// The compact codes of a quantised stored representation, scanned or walking the graph,
+    /// candidates rescored with their float32 vectors.
+    Codes(&'a str, Quantization),
+    /// The store's own vector search (PostgreSQL + pgvector), its rows scored here; a store
+    /// that declines falls back to the loaded vectors.
+    Store(&'a str),
+}
+
+impl<'a> Backend<'a> {
+    /// The backend for a search of `repr` with `params` (`filtered`: only some documents'
+    /// chunks may be returned), on a store that does or does not search its own vectors.
+    pub fn choose(
+        repr: &'a Resolved,
+        params: VectorParams,
+        filtered: bool,
+        store_searches: bool,
+    ) -> Self {
+        let exact = params.exact || filtered;
+        if let Source::Stored(name) = &repr.source {
+            // Quantised: our own scan of the codes, whatever the store (a PostgreSQL store
+            // then serves the candidates' float32 vectors for rescoring).
+            let kind = params.quantize.unwrap_or(repr.quantize);
+            if kind != Quantization::None && !params.exact {
+                return Self::Codes(name, kind);
+            }
+            if store_searches {
+                return Self::Store(name);
+            }
+        }
+        if exact { Self::Exact } else { Self::Graph }
+    }
+}
+
+/// Vectors of another dimension than the query's cannot be compared with it.
+fn same_dimension(dim: usize, q: &[f32]) -> Result<()> {
+    if dim == q.len() {
+        return Ok(());
+    }
+    Err(Error::Invalid(format!(
+        "the store's vectors have {dim} dimensions, the query's {}",
+        q.len()
+    )))
+}
+
+/// Every row of `m` scored against `q`: how the rows a store found are scored.
+fn scan(m: &VectorMatrix, q: &[f32]) -> Vec<ChunkHit> {
+    dot_all(&m.data, m.dim, q)
+        .into_iter()
+        .enumerate()
+        .map(|(i, score)| ChunkHit { chunk: m.ids[i], doc: m.docs[i], score })
+        .collect()
+}
+
+impl<S: StoreRead> Engine<S> {
+    /// Chunks scored by cosine similarity to the query vector `q` under a representation: every
+    /// chunk (exact scan), or, unless `params` say `exact`, the best `candidates` found through
+    /// the HNSW graph (large collections, no filter), the compact codes of a quantised
+    /// representation (rescored) or the store's own search; only chunks of `allowed` documents
+    /// when given.
+    pub(crate) fn dense_hits(
+        &self,
+        q: &[f32],
+        repr: &Resolved,
+        candidates: usize,
+        params: VectorParams,
+        allowed: Option<&HashSet<DocKey>>,
+    ) -> Result<Vec<ChunkHit>> {
+        let backend =
+            Backend::choose(repr, params, allowed.is_some(), self.store.searches_vectors());
+        match backend {
+            Backend::Codes(name, kind) => {
+                self.quantized_hits(q, name, kind, candidates, params.rescoring, allowed)
+            }
+            Backend::Store(name) => {
+                if let Some(hits) = self.store_hits(q, name, candidates, params, allowed)? {
+                    return Ok(hits);
+                }
+                let fallback = Backend::choose(repr, params, allowed.is_some(), false);
+                self.loaded_hits(q, repr, candidates, fallback, allowed)
+            }
+            Backend::Exact | Backend::Graph => {
+                self.loaded_hits(q, repr, candidates, backend, allowed)
+            }
+        }
+    }
+
+    /// The best chunks among the loaded vectors of `repr`: through the graph when `backend` is
+    /// [`Backend::Graph`] and the collection is large, else by an exact scan; checked against
+    /// the store when the vectors are older than it.
+    fn loaded_hits(
+        &self,
+        q: &[f32],
+        repr: &Resolved,
+        candidates: usize,
+        backend: Backend<'_>,
+        allowed: Option<&HashSet<DocKey>>,
+    ) -> Result<Vec<ChunkHit>> {
+        let (index, _, stale) = self.dense_index(repr)?;
+        if index.len() == 0 {
+            return Ok(Vec::new());
+        }
+        same_dimension(index.dim(), q)?;
+        let graph = (backend == Backend::Graph && index.base.len() >= ANN_MIN_VECTORS)
+            .then(|| self.graph(&repr.key, &index.base, index.base_generation))
+            .flatten();
+        let mut hits = index.search(q, graph.as_deref(), candidates, ANN_EF);
+        if let Some(allowed) = allowed {
+            hits.retain(|h| allowed.contains(&h.doc));
+        }
+        if stale { self.live_hits(hits, candidates) } else { Ok(hits) }
+    }
+
+    /// Chunks found by the store's own vector search (PostgreSQL + pgvector), scored here
+    /// exactly as [`Engine::loaded_hits`] scores its own scan: the store ranks, the engine
+    /// scores. A few more than `candidates` are asked for, so a near tie at the cut, ordered
+    /// differently by the database's arithmetic, cannot change which chunks are kept. `None` when
+    /// the store declined to search after all: the caller then scans as for any other store.
+    fn store_hits(
+        &self,
+        q: &[f32],
+        repr: &str,
+        candidates: usize,
+        params: VectorParams,
+        allowed: Option<&HashSet<DocKey>>,
+    ) -> Result<Option<Vec<ChunkHit>>> {
+        let docs: Option<Vec<DocKey>> = allowed.map(|a| {
+            let mut keys: Vec<DocKey> = a.iter().copied().collect();
+            keys.sort_unstable();
+            keys
+        });
+        let asked = candidates + NEAREST_MARGIN;
+        let exact = params.exact || allowed.is_some();
+        let Some(mut m) = self.store.nearest(repr, q, asked, exact, docs.as_deref())? else {
+            return Ok(None);
+        };
+        if m.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        same_dimension(m.dim, q)?;
+        m.data.chunks_mut(m.dim).for_each(ckeep_embed::normalize);
+        Ok(Some(top_k(scan(&m, q), candidates)))
+    }
+}
