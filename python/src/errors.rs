@@ -3,6 +3,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use ckeep_engine::Fault;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -27,37 +28,15 @@ create_exception!(
     "An embedding model could not be found, loaded or run."
 );
 
-/// A caller's mistake found by the bindings themselves (an unknown option value).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Usage(pub String);
-
-/// Maps an error to its exception class by the typed error nearest the top of its chain.
+/// Maps an error to its exception class by the one rule every front end follows (the typed
+/// error nearest the top of its chain decides).
 pub fn to_py(err: &anyhow::Error) -> PyErr {
     let message = format!("{err:#}");
-    for cause in err.chain() {
-        if cause.downcast_ref::<Usage>().is_some() {
-            return UsageError::new_err(message);
-        }
-        if cause.downcast_ref::<ckeep_embed::Error>().is_some() {
-            return ModelError::new_err(message);
-        }
-        let user = if let Some(e) = cause.downcast_ref::<ckeep_engine::Error>() {
-            Some(e.is_user_error())
-        } else if let Some(e) = cause.downcast_ref::<ckeep_text::Error>() {
-            Some(e.is_user_error())
-        } else if let Some(e) = cause.downcast_ref::<ckeep_eval::Error>() {
-            Some(e.is_user_error())
-        } else {
-            cause.downcast_ref::<ckeep_store::Error>().map(ckeep_store::Error::is_user_error)
-        };
-        match user {
-            Some(true) => return UsageError::new_err(message),
-            Some(false) => return StoreError::new_err(message),
-            None => {}
-        }
+    match ckeep_eval::Error::fault(err.as_ref()) {
+        Fault::User => UsageError::new_err(message),
+        Fault::Model { .. } => ModelError::new_err(message),
+        Fault::Runtime => StoreError::new_err(message),
     }
-    StoreError::new_err(message)
 }
 
 /// Runs `job` without the GIL; its errors and panics come back as Python exceptions.
@@ -84,5 +63,5 @@ pub fn detached<T: Send>(
 
 /// A bad option value, as an error [`to_py`] raises as `UsageError`.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(Usage(message.into()))
+    anyhow::Error::new(ckeep_engine::UsageError(message.into()))
 }

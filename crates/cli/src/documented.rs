@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
-use crate::args::Cli;
+use crate::cli::Cli;
 
 /// The repository's root.
 fn root() -> PathBuf {

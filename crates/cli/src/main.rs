@@ -1,31 +1,23 @@
 //! `ckeep`: Context Keeper's command line. Store long, index short.
 
-mod args;
+mod cli;
 mod commands;
 #[cfg(test)]
 mod documented;
 
+mod flags;
 mod output;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command};
+use crate::cli::{Cli, Command};
 use crate::output::Output;
 
 /// An error caused by how the command was called (exit code 2), as opposed to a failure while
-/// doing the work (exit code 1).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
+/// doing the work (exit code 1): the engine's, so every front end classifies it alike.
+pub use ckeep_engine::UsageError;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -41,9 +33,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            let usage = err.downcast_ref::<UsageError>().is_some() || is_user_input_error(&err);
-            out.error(&err, usage);
-            ExitCode::from(if usage { 2 } else { 1 })
+            // One rule for every error type (the engine's, with the evaluation's on top); the
+            // server's 4xx against 5xx and Python's exception classes follow it too.
+            let fault = ckeep_eval::Error::fault(err.as_ref());
+            out.error(&err, fault);
+            ExitCode::from(fault.exit_code())
         }
     }
 }
@@ -56,28 +50,6 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     }) || err
         .downcast_ref::<serde_json::Error>()
         .is_some_and(|e| e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
-}
-
-/// Errors in what the user asked for or gave (bad strategy, chunker mismatch, a malformed input
-/// file, no store there) count as usage errors; failures of the machine, a server or ours are
-/// runtime errors. The typed error nearest the top decides, by the same `is_user_error` rule
-/// the server uses for 4xx against 5xx.
-fn is_user_input_error(err: &anyhow::Error) -> bool {
-    err.chain()
-        .find_map(|e| {
-            if let Some(e) = e.downcast_ref::<ckeep_engine::Error>() {
-                Some(e.is_user_error())
-            } else if let Some(e) = e.downcast_ref::<ckeep_text::Error>() {
-                Some(e.is_user_error())
-            } else if let Some(e) = e.downcast_ref::<ckeep_store::Error>() {
-                Some(e.is_user_error())
-            } else if let Some(e) = e.downcast_ref::<ckeep_eval::Error>() {
-                Some(e.is_user_error())
-            } else {
-                e.downcast_ref::<ckeep_embed::Error>().map(ckeep_embed::Error::is_user_error)
-            }
-        })
-        .unwrap_or(false)
 }
 
 fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {

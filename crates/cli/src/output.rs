@@ -56,11 +56,11 @@ impl Output {
     }
 
     /// Reports a failure: on stderr, and as `{"error": …}` on stdout with `--json`.
-    pub fn error(&self, err: &anyhow::Error, usage: bool) {
+    pub fn error(&self, err: &anyhow::Error, fault: ckeep_engine::Fault) {
         let message = error_message(err);
         eprintln!("ckeep: error: {message}");
         if self.json {
-            let kind = if usage { "usage" } else { "runtime" };
+            let kind = fault.kind();
             let _ =
                 self.print_json(&serde_json::json!({"error": {"kind": kind, "message": message}}));
         }

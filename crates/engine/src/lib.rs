@@ -25,6 +25,7 @@ mod analysis;
 mod dedup;
 mod derive;
 mod expand;
+mod fault;
 mod ingest;
 mod lexical;
 mod manifest;
@@ -56,6 +57,7 @@ pub use dedup::{
 };
 pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
+pub use fault::{Fault, UsageError};
 pub use ingest::{Ingest, IngestReport};
 pub use lexical::{LexicalParams, Thousandths};
 pub use models::{ModelSet, load_model, stored_model};

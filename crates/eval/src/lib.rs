@@ -29,6 +29,7 @@ mod significance;
 mod trec;
 pub mod tune;
 
+use ckeep_engine::Fault;
 pub use metrics::{Evaluation, Metric, evaluate};
 
 /// The metrics `ckeep eval` reports unless told otherwise.
@@ -67,9 +68,22 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the input is at fault (every variant but [`Error::Io`]), by the rule the
-    /// other crates' errors follow.
+    /// Whether the input is at fault (every variant but [`Error::Io`], unless it says the
+    /// path is not there), by the rule the other crates' errors follow.
     pub fn is_user_error(&self) -> bool {
-        !matches!(self, Self::Io { .. })
+        match self {
+            Self::Io { source, .. } => ckeep_text::is_missing_path(source),
+            Self::Malformed { .. } | Self::Invalid(_) | Self::Metric(_) => true,
+        }
+    }
+
+    /// Whose fault an error chain is: the engine's rule ([`Fault::of_chain`]) for every error
+    /// type at or below it, and this crate's errors by [`Error::is_user_error`]. The one
+    /// classifier of the CLI and the Python package.
+    pub fn fault(err: &(dyn std::error::Error + 'static)) -> Fault {
+        Fault::of_chain(err, |e| {
+            e.downcast_ref::<Self>()
+                .map(|e| if e.is_user_error() { Fault::User } else { Fault::Runtime })
+        })
     }
 }

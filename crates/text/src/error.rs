@@ -79,10 +79,24 @@ pub enum Error {
 
 impl Error {
     /// Whether the input is at fault (every variant but [`Error::Io`], which may be the
-    /// machine's): decides exit code 2 in the CLI and 422 over HTTP alike.
+    /// machine's, unless it says the path is not there): decides exit code 2 in the CLI and 422
+    /// over HTTP alike.
     pub fn is_user_error(&self) -> bool {
-        !matches!(self, Self::Io { .. })
+        if let Self::Io { source, .. } = self { is_missing_path(source) } else { true }
     }
+}
+
+/// Whether an I/O error says a path the caller gave is not there or not of the kind it must
+/// be (the caller's mistake) rather than that the machine failed to read it.
+pub fn is_missing_path(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::NotFound
+            | ErrorKind::NotADirectory
+            | ErrorKind::IsADirectory
+            | ErrorKind::InvalidFilename
+    )
 }
 
 /// At most this many problems are listed in a [`Error::Malformed`] message.

@@ -24,5 +24,5 @@ mod error;
 pub mod load;
 
 pub use chunk::{ChunkerSpec, SizeCounter, WordCounter};
-pub use error::Error;
+pub use error::{Error, is_missing_path};
 pub use load::{LoadOptions, Loader};

@@ -10,8 +10,15 @@ use ckeep_text::Loader;
 use ckeep_text::load::{Checked, Source};
 use serde::Serialize;
 
-use crate::args::AddArgs;
+use crate::flags::{
+    ANALYZER_HELP, LoadFlags, MODEL_HELP, PRECISION_HELP, QUANTIZE_HELP, chunker_help,
+    parse_analyzer, parse_chunker, parse_fields, parse_quantize, parse_repr, parse_size_unit,
+    parse_summarizer, repr_help, summarizer_help,
+};
 use crate::output::{Output, human_bytes, outln};
+use ckeep_text::ChunkerSpec;
+use clap::Args;
+use std::path::PathBuf;
 
 /// Inputs checked in the first pass are kept in memory up to this many bytes of text, so small
 /// and medium corpora are read once; larger ones are read again in the second pass.
@@ -34,6 +41,63 @@ struct AddOutput<'a> {
 pub(crate) struct Skipped {
     source: String,
     error: String,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// Files or directories; `-` reads standard input as one plain-text document. Without any,
+    /// `--model` embeds the chunks of a store built without one, and `--repr`/`--summarizer`
+    /// are built for the documents already stored (resumable after an interruption).
+    #[arg(required_unless_present_any = ["repr", "summarizer", "model", "fields", "quantize"], value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Which fields of each document to index: `text`, or `title,text` — each chunk indexed
+    /// and embedded with its document's title in front (BEIR's convention), and searched that
+    /// way unless a strategy names another `repr=`. Kept by the store.
+    #[arg(long, value_name = "FIELDS", value_parser = parse_fields)]
+    pub fields: Option<ckeep_engine::Fields>,
+    /// Also build this representation for every document (repeatable); `plain` is always
+    /// built with a model. Kept by the store for documents added later.
+    #[arg(long, value_name = "REPR", value_parser = parse_repr, long_help = repr_help())]
+    pub repr: Vec<ckeep_engine::Representation>,
+    /// Summarize every document this way (repeatable), for the summary-based representations.
+    /// Summaries are stored and computed once; an interrupted run resumes.
+    #[arg(long, value_name = "SPEC", value_parser = parse_summarizer, long_help = summarizer_help())]
+    pub summarizer: Vec<ckeep_engine::Summarizer>,
+    /// How to cut documents into chunks (default: the store's chunker, or markdown:256 for a
+    /// new store). Sizes of markdown/hierarchy count words (no model tokenizer is configured).
+    #[arg(long, value_name = "SPEC", value_parser = parse_chunker, long_help = chunker_help())]
+    pub chunker: Option<ChunkerSpec>,
+    /// How text becomes search terms, for a new store (a store keeps its own): `standard`
+    /// (English), `cjk` (bigrams for Chinese, Japanese, Korean), `jieba` (Chinese words), or
+    /// `auto` (from the script of the first documents) [default: the store's, or auto].
+    #[arg(long, value_name = "NAME", value_parser = parse_analyzer, long_help = ANALYZER_HELP)]
+    pub analyzer: Option<ckeep_engine::AnalyzerChoice>,
+    /// What the sizes of markdown, semantic and hierarchy chunkers count: words (each Chinese
+    /// or Japanese character, or Hangul syllable, is one) or the model's tokens (needs --model;
+    /// the same as `,unit=tokens` in the chunker spec).
+    #[arg(long, value_name = "UNIT", value_parser = parse_size_unit)]
+    pub size_unit: Option<ckeep_text::chunk::SizeUnit>,
+    #[command(flatten)]
+    pub load: LoadFlags,
+    /// Embed every chunk with this model (default: the store's model, if it has one); recorded
+    /// in the store, which then only accepts the same model.
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
+    #[arg(long, value_name = "PRECISION", default_value = "f32", requires = "model", help = PRECISION_HELP)]
+    pub precision: ckeep_embed::Precision,
+    /// Hold the store's vectors in memory as `int8` (a quarter of the RAM) or `binary` (a
+    /// thirty-second) for dense search, or as float32 again (`none`): `KIND` for every stored
+    /// representation, `REPR=KIND` for one (repeatable). Kept by the store; searches scan the
+    /// codes and rescore the best candidates with the float32 vectors, which stay on disk.
+    #[arg(long, value_name = "[REPR=]KIND", value_parser = parse_quantize, long_help = QUANTIZE_HELP)]
+    pub quantize: Vec<(Option<String>, ckeep_index::Quantization)>,
+}
+
+impl AddArgs {
+    /// The model spec asked for, with its precision.
+    pub fn model(&self) -> Option<String> {
+        self.model.as_deref().map(|m| self.precision.apply(m))
+    }
 }
 
 pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {

@@ -5,8 +5,15 @@ use std::process::ExitCode;
 use anyhow::bail;
 use ckeep_store::{StoreRead, StoreWrite};
 
-use crate::args::RmArgs;
 use crate::output::{Output, human_bytes, outln};
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// Document ids.
+    #[arg(required = true, value_name = "DOC_ID")]
+    pub ids: Vec<String>,
+}
 
 pub fn stats(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
     let engine = super::open(store)?;

@@ -4,8 +4,37 @@ use std::process::ExitCode;
 
 use ckeep_engine::{DedupOptions, PairModel};
 
-use crate::args::DedupArgs;
+use crate::flags::parse_level;
 use crate::output::{Output, outln, snippet};
+use ckeep_engine::Level;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct DedupArgs {
+    /// Pairs scoring at least this are near-duplicates; with --pair-model, the chunk-pair
+    /// score a pair needs to be put to the model (default 0.9, or 0.7 with --pair-model).
+    #[arg(long, value_name = "T")]
+    pub threshold: Option<f64>,
+    /// Decide document pairs by a learned pair model (`ckeep pairs --learn --save-model FILE`,
+    /// fitted with the store's model): each candidate pair is scored as `ckeep similar` scores
+    /// one, and kept when the model's probability reaches its threshold.
+    #[arg(long, value_name = "FILE")]
+    pub pair_model: Option<PathBuf>,
+    /// doc: document pairs scored by the mean of their top-k chunk cosines; chunk: single
+    /// chunk pairs by cosine.
+    #[arg(long, value_parser = parse_level, default_value = "doc")]
+    pub level: Level,
+    /// Chunk pairs averaged for a document pair.
+    #[arg(long, value_name = "K", default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
+    pub top_k: usize,
+    /// Nearest neighbours looked up per chunk to propose candidates.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
+    pub neighbours: usize,
+    /// Show the text of the matching chunks.
+    #[arg(long)]
+    pub explain: bool,
+}
 
 pub fn run(
     store: &str,

@@ -6,8 +6,23 @@ use std::process::ExitCode;
 use anyhow::Context;
 use ckeep_embed::InputKind;
 
-use crate::args::EmbedArgs;
+use crate::flags::{MODEL_HELP, PRECISION_HELP};
 use crate::output::{Output, outln};
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    /// Texts to embed; `-` reads one text per line from standard input.
+    #[arg(required = true, value_name = "TEXT")]
+    pub texts: Vec<String>,
+    #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2", help = MODEL_HELP)]
+    pub model: String,
+    #[arg(long, value_name = "PRECISION", default_value = "f32", help = PRECISION_HELP)]
+    pub precision: ckeep_embed::Precision,
+    /// Embed as search queries (with the model's query prompt, if it has one).
+    #[arg(long)]
+    pub query: bool,
+}
 
 pub fn run(args: &EmbedArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     let mut texts = Vec::new();

@@ -11,8 +11,10 @@ use ckeep_text::load::{Format, Source};
 use serde::Serialize;
 
 use crate::UsageError;
-use crate::args::ExtractArgs;
+use crate::flags::LoadFlags;
 use crate::output::{Output, outln};
+use clap::Args;
+use std::path::PathBuf;
 
 /// One format's figures.
 #[derive(Debug, Default, Serialize)]
@@ -32,6 +34,19 @@ struct Extracted<'a> {
     title: &'a str,
     text: &'a str,
     metadata: &'a serde_json::Value,
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// Files or directories, read as `add` reads them.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Print, per format, files, documents, bytes in and out, pages and throughput instead of
+    /// the text (the extraction benchmark's figures).
+    #[arg(long)]
+    pub stats: bool,
+    #[command(flatten)]
+    pub load: LoadFlags,
 }
 
 pub fn run(args: &ExtractArgs, out: &Output) -> anyhow::Result<ExitCode> {

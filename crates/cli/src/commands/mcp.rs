@@ -8,11 +8,27 @@ use ckeep_server::{AppState, Limits, ServerConfig};
 
 use super::seconds;
 use super::serve::{init_logging, model_for};
-use crate::args::McpArgs;
+use crate::flags::MODEL_HELP;
 use crate::output::Output;
+use clap::Args;
 
 /// Readers for one agent: its calls come one or a few at a time.
 const READERS: usize = 2;
+
+#[cfg(feature = "server")]
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Offer the `add` tool, so the agent can store texts and files (the store is created if
+    /// missing). Without it the agent can only read.
+    #[arg(long)]
+    pub allow_write: bool,
+    /// The embedding model (default: the one the store was built with; none: BM25 only).
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
+    /// Seconds a tool call may run before it is answered with a timeout error.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
+}
 
 pub fn run(store: &str, args: &McpArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     // Logs on stderr (warnings unless CKEEP_LOG says otherwise); stdout is the protocol's.

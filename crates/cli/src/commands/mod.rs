@@ -16,7 +16,6 @@ pub mod serve;
 pub mod show;
 pub mod similar;
 pub mod sync;
-pub mod tune;
 #[cfg(feature = "watch")]
 pub mod watch;
 

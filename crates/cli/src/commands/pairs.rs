@@ -9,8 +9,10 @@ use anyhow::Context;
 use ckeep_eval::pair_file::{LabelledPair, PairFile, PairFormat};
 use ckeep_eval::pair_study::{PairScores, PairSelection, learn, study};
 
-use crate::args::{PairFormatArg, PairsArgs};
+use crate::flags::{PairScoring, parse_fraction};
 use crate::output::{Output, outln};
+use clap::Args;
+use std::path::PathBuf;
 
 fn format(args: &PairsArgs) -> PairFormat {
     match args.format {
@@ -54,6 +56,62 @@ fn write_scores(
     }
     f.flush()?;
     Ok(())
+}
+
+/// Pair file layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PairFormatArg {
+    Tsv,
+    Csv,
+    Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct PairsArgs {
+    /// The labelled pairs.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// File layout (default: from the extension, else tsv).
+    #[arg(long, value_enum)]
+    pub format: Option<PairFormatArg>,
+    /// Fields: for tsv/csv the roles in column order (label, a, b, id; `-` skips a column); for
+    /// jsonl ROLE=KEY pairs such as `label=is_duplicate,a=question1,b=question2`.
+    #[arg(long, value_name = "LIST", default_value = "label,a,b,id")]
+    pub columns: ckeep_eval::pair_file::Columns,
+    #[command(flatten)]
+    pub scoring: PairScoring,
+    /// Fixed threshold: scores at or above it are duplicates.
+    #[arg(long, value_name = "T", default_value_t = ckeep_engine::DEFAULT_THRESHOLD)]
+    pub threshold: f64,
+    /// Also choose each method's best threshold on this file (same format and columns) and
+    /// report FILE's pairs at it.
+    #[arg(long, value_name = "DEV_FILE", conflicts_with = "calibrate_split")]
+    pub calibrate: Option<PathBuf>,
+    /// Calibrate on this fraction of FILE's pairs (a seeded random split) and report the rest.
+    #[arg(long, value_name = "F", value_parser = parse_fraction)]
+    pub calibrate_split: Option<f64>,
+    /// Use a random sample of N pairs of FILE (after any split), drawn with --seed.
+    #[arg(long, value_name = "N")]
+    pub sample: Option<usize>,
+    /// Seed of --sample and --calibrate-split.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Write every reported pair's scores and verdicts here (TSV).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Also learn a pair score: logistic regression over whole-text cosine, chunk-pair score,
+    /// best chunk pair, length ratio and lexical overlap. Fitted on the calibration pairs, or,
+    /// without any, cross-validated over FILE's pairs (--folds); never judged on pairs it was
+    /// fitted on.
+    #[arg(long)]
+    pub learn: bool,
+    /// Folds of --learn without calibration pairs.
+    #[arg(long, value_name = "K", default_value_t = 5, value_parser = clap::value_parser!(u16).range(2..=100))]
+    pub folds: u16,
+    /// Save the learned model (JSON; fitted on every pair it may learn from) for
+    /// `ckeep similar --pair-model`.
+    #[arg(long, value_name = "FILE", requires = "learn")]
+    pub save_model: Option<PathBuf>,
 }
 
 pub fn run(args: &PairsArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {

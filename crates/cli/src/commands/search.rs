@@ -5,8 +5,69 @@ use std::process::ExitCode;
 use ckeep_engine::{SearchRequest, StrategyOverrides};
 use ckeep_store::StoreRead;
 
-use crate::args::SearchArgs;
+use crate::flags::{
+    MODEL_HELP, parse_agg, parse_expansion, parse_filter, parse_level, parse_mode, parse_repr_list,
+    parse_strategy, parse_summarizer, repr_help, strategy_help,
+};
 use crate::output::{Output, outln, snippet};
+use ckeep_engine::{Level, Mode, Strategy};
+use ckeep_index::Aggregation;
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The query.
+    pub query: String,
+    /// Number of results [default: 10, or the strategy's k].
+    #[arg(short, long, value_parser = clap::value_parser!(u64).range(1..=ckeep_engine::MAX_K as u64))]
+    pub k: Option<u64>,
+    /// Scoring mode.
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<Mode>,
+    /// Return chunks, or documents ranked by their chunks.
+    #[arg(long, value_parser = parse_level)]
+    pub level: Option<Level>,
+    /// How chunk scores become a document score with --level doc: max, mean:K (mean of the
+    /// best K chunks) or sum; over the best 1,000 chunks of the query.
+    #[arg(long = "aggregate", alias = "agg", value_name = "AGG", value_parser = parse_agg)]
+    pub agg: Option<Aggregation>,
+    /// After ranking, grow each hit into its context: window:W (W sentences on each side),
+    /// parent, doc, or merge:R (auto-merge into parents when more than R of their children are
+    /// hits). Overlapping contexts of one document are merged.
+    #[arg(long, value_name = "EXPANSION", value_parser = parse_expansion)]
+    pub expand: Option<ckeep_engine::Expansion>,
+    /// Exact dense scan even for collections searched through the HNSW graph (20,000+ vectors).
+    #[arg(long)]
+    pub exact: bool,
+    /// The representation searched (default plain); R+R… fuses document rankings (with
+    /// --level doc).
+    #[arg(long, value_name = "REPR", value_parser = parse_repr_list, long_help = repr_help())]
+    pub repr: Option<String>,
+    /// The summaries a summary-based representation uses (default: the store's only one).
+    #[arg(long, value_name = "SPEC", value_parser = parse_summarizer)]
+    pub summarizer: Option<ckeep_engine::Summarizer>,
+    /// Reorder the top results by a reranker server's scores: `URL[#MODEL]` of the `/rerank`
+    /// API (TEI, Jina, Cohere and compatible servers; key from `CKEEP_API_KEY`).
+    #[arg(long, value_name = "URL")]
+    pub rerank: Option<String>,
+    /// How many results the reranker scores.
+    #[arg(long, value_name = "N", requires = "rerank", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    pub rerank_k: Option<usize>,
+    /// A whole strategy spec; the flags above override its parts.
+    #[arg(long, value_name = "SPEC", value_parser = parse_strategy, long_help = strategy_help())]
+    pub strategy: Option<Strategy>,
+    /// Show which chunks and terms matched and each score component.
+    #[arg(long)]
+    pub explain: bool,
+    /// Only documents whose metadata KEY equals VALUE (or, for a list, contains it); VALUE is
+    /// read as JSON when it parses (2020, true, `["a","b"]` for any of), else as a string.
+    /// Repeat for several keys; all must match.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_filter)]
+    pub filter: Vec<(String, serde_json::Value)>,
+    /// The model for dense search (default: the one the store was built with).
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
+}
 
 pub fn run(
     store: &str,

@@ -12,8 +12,10 @@ use ckeep_server::{AppState, Limits, ServerConfig};
 use ckeep_store::StoreRead;
 
 use crate::UsageError;
-use crate::args::ServeArgs;
+use crate::flags::MODEL_HELP;
 use crate::output::Output;
+use clap::Args;
+use std::path::PathBuf;
 
 fn read_token(path: &Path) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(path)
@@ -23,6 +25,72 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
         bail!(UsageError(format!("the token file {} is empty", path.display())));
     }
     Ok(token)
+}
+
+#[cfg(feature = "server")]
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7700", value_name = "HOST:PORT")]
+    pub addr: std::net::SocketAddr,
+    /// A file holding the bearer token clients must send (first line, trimmed).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The embedding model (default: the one the store was built with; none: BM25 only).
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
+    /// Reader connections, i.e. reads that run at once [default: 2 × cores, at least 4].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub readers: Option<u16>,
+    /// Largest request body in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 32 << 20)]
+    pub max_body_bytes: usize,
+    /// Most documents in one add request.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_documents: usize,
+    /// Largest k of a search.
+    #[arg(long, value_name = "K", default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_K as u64))]
+    pub max_k: usize,
+    /// Longest query in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 4096, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_QUERY_BYTES as u64))]
+    pub max_query_bytes: usize,
+    /// Seconds a read may run before it is answered with 503 timeout.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// Seconds a request may wait for a free worker before it is answered with 503 overloaded.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub queue_timeout: f64,
+    /// Most requests handled at once; more are answered 503 overloaded at once (memory stays
+    /// below about this many request bodies).
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    pub max_in_flight: usize,
+    /// Embed each query on its own instead of batching concurrent queries into one model call.
+    #[arg(long)]
+    pub no_batch: bool,
+    /// Seconds between updates of the HNSW graph of a large collection while writes come in:
+    /// vectors written since are inserted, removed ones tombstoned (the graph is rebuilt and
+    /// saved when those pass a fifth of it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    pub index_interval: f64,
+    /// Seconds within which dense search finds an acknowledged write (near-real-time, like a
+    /// search engine's refresh interval; vectors catch up at most twice per interval); BM25
+    /// and reads by id see every acknowledged write at once. 0 catches up after every write.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub refresh_interval: f64,
+    /// Also keep the store in line with these files or folders while serving (repeatable), as
+    /// `ckeep watch` does: each batch of changes is one write, seen whole by every query.
+    #[cfg(feature = "watch")]
+    #[arg(long, value_name = "PATH")]
+    pub watch: Vec<PathBuf>,
+    /// With --watch: remove documents whose file is deleted.
+    #[cfg(feature = "watch")]
+    #[arg(long, requires = "watch")]
+    pub prune: bool,
+    /// Log lines on stderr: `text` for people, `json` (one object a line) for log collectors.
+    /// One line per request (id, method, route, status, latency); the level and targets come
+    /// from `CKEEP_LOG` (e.g. `warn`, `info`, `ckeep::http=off`) [default: info].
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
 }
 
 /// Structured logs on stderr, filtered by `CKEEP_LOG` (`info` when unset; `warn` with `--quiet`).

@@ -8,8 +8,8 @@ use ckeep_core::{Location, SourceMap};
 use ckeep_store::StoreRead;
 use serde::Serialize;
 
-use crate::args::ShowArgs;
 use crate::output::{Output, outln, snippet};
+use clap::Args;
 
 #[derive(Serialize)]
 struct ChunkOut<'a> {
@@ -19,6 +19,15 @@ struct ChunkOut<'a> {
     /// Where the chunk came from in the source file (PDF, HTML, EPUB, DOCX).
     #[serde(skip_serializing_if = "Option::is_none")]
     location: Option<Location>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The document id.
+    pub doc_id: String,
+    /// List the chunks with their spans, depth, parent and heading path instead of the text.
+    #[arg(long)]
+    pub chunks: bool,
 }
 
 pub fn run(store: &str, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCode> {

@@ -5,8 +5,38 @@ use std::process::ExitCode;
 use anyhow::Context;
 use ckeep_engine::{PairModel, PairScorer, pair_features};
 
-use crate::args::{PairScoring, SimilarArgs};
+use crate::flags::PairScoring;
 use crate::output::{Output, outln, snippet};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct SimilarArgs {
+    /// First text (a file with --files).
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// Second text (a file with --files).
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// A and B are file paths.
+    #[arg(long)]
+    pub files: bool,
+    /// With --files: replace invalid UTF-8 with U+FFFD (with a warning) instead of refusing.
+    #[arg(long, requires = "files")]
+    pub lossy: bool,
+    #[command(flatten)]
+    pub scoring: PairScoring,
+    /// Scores at or above this are duplicates.
+    #[arg(long, value_name = "T", default_value_t = ckeep_engine::DEFAULT_THRESHOLD)]
+    pub threshold: f64,
+    /// List the top chunk pairs with their spans and text.
+    #[arg(long)]
+    pub explain: bool,
+    /// Also give the probability of a duplicate by a pair model `ckeep pairs --learn
+    /// --save-model FILE` fitted (with the same model and chunker), and its verdict.
+    #[arg(long, value_name = "FILE")]
+    pub pair_model: Option<PathBuf>,
+}
 
 /// A scorer for `scoring`'s model, chunker and k.
 pub fn scorer(scoring: &PairScoring, no_cache: bool) -> anyhow::Result<PairScorer> {

@@ -10,8 +10,10 @@ use serde::Serialize;
 
 use super::add::{Skipped, check_inputs, open_with_model, skipped, stage_progress};
 use crate::UsageError;
-use crate::args::SyncArgs;
+use crate::flags::{IndexFlags, LoadFlags};
 use crate::output::{Output, human_bytes, outln};
+use clap::Args;
+use std::path::PathBuf;
 
 #[derive(Serialize)]
 struct SyncOutput<'a> {
@@ -31,6 +33,23 @@ struct SyncOutput<'a> {
     skipped: Vec<Skipped>,
     warnings: Vec<String>,
     seconds: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// Files or directories to mirror (each must exist).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Remove stored documents whose file under a PATH is gone.
+    #[arg(long)]
+    pub prune: bool,
+    /// Say what would be added, replaced and removed, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub index: IndexFlags,
+    #[command(flatten)]
+    pub load: LoadFlags,
 }
 
 pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {

@@ -11,8 +11,9 @@ use serde::Serialize;
 
 use super::add::open_with_model;
 use crate::UsageError;
-use crate::args::WatchArgs;
+use crate::flags::IndexFlags;
 use crate::output::{Output, outln};
+use clap::Args;
 
 /// One synced batch, as `--json` prints it (one line each).
 #[derive(Serialize)]
@@ -82,6 +83,28 @@ pub(crate) fn eventful(report: &ChangesReport) -> bool {
         && s.replaced.is_empty()
         && s.removed.is_empty()
         && report.failed.is_empty())
+}
+
+#[cfg(feature = "watch")]
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Files or directories to follow (each must exist).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Remove stored documents whose file under a PATH is deleted.
+    #[arg(long)]
+    pub prune: bool,
+    /// Seconds without a file-system event that close a batch.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
+    pub debounce: f64,
+    #[command(flatten)]
+    pub index: IndexFlags,
+    /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of skipping the file.
+    #[arg(long)]
+    pub lossy: bool,
+    /// Largest document accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = ckeep_text::load::DEFAULT_MAX_DOC_BYTES)]
+    pub max_doc_bytes: u64,
 }
 
 pub fn run(

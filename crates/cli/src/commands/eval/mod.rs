@@ -7,10 +7,10 @@ mod tune;
 
 use std::process::ExitCode;
 
+use crate::flags::eval_help;
 use clap::{Args, Subcommand};
 use run::{EvalMetricsArgs, EvalRunArgs};
 use tune::EvalTuneArgs;
-use crate::flags::eval_help;
 
 use crate::output::Output;
 

@@ -2,13 +2,13 @@
 
 use std::process::ExitCode;
 
+use crate::flags::{DatasetFlags, parse_metrics, parse_strategy, strategy_help};
 use anyhow::{Context, bail};
+use ckeep_engine::Strategy;
 use ckeep_eval::experiment::Comparison;
 use ckeep_eval::{Qrels, Run, evaluate, report};
-use std::path::PathBuf;
-use ckeep_engine::Strategy;
 use clap::Args;
-use crate::flags::{DatasetFlags, parse_strategy, strategy_help};
+use std::path::PathBuf;
 
 use super::compare::{Runs, compare, load_dataset};
 use crate::output::{Output, outln};
@@ -22,7 +22,7 @@ pub struct EvalMetricsArgs {
     #[arg(long, value_name = "FILE")]
     pub run: PathBuf,
     /// Comma-separated metrics.
-    #[arg(long, value_name = "LIST", default_value = ckeep_eval::DEFAULT_METRICS, value_parser = crate::commands::eval::parse_metrics)]
+    #[arg(long, value_name = "LIST", default_value = ckeep_eval::DEFAULT_METRICS, value_parser = parse_metrics)]
     pub metrics: std::vec::Vec<ckeep_eval::Metric>,
     /// Also print every query's values.
     #[arg(long)]
@@ -37,7 +37,7 @@ pub struct EvalRunArgs {
     #[arg(long = "strategy", value_name = "SPEC", required = true, value_parser = parse_strategy, long_help = strategy_help())]
     pub strategies: Vec<Strategy>,
     /// Comma-separated metrics.
-    #[arg(long, value_name = "LIST", default_value = ckeep_eval::DEFAULT_METRICS, value_parser = crate::commands::eval::parse_metrics)]
+    #[arg(long, value_name = "LIST", default_value = ckeep_eval::DEFAULT_METRICS, value_parser = parse_metrics)]
     pub metrics: std::vec::Vec<ckeep_eval::Metric>,
     /// Write table.md, results.json, one TREC run per strategy, and plots (metrics.svg,
     /// recall.svg) here.
@@ -79,7 +79,11 @@ pub(super) fn metrics(args: &EvalMetricsArgs, out: &Output) -> anyhow::Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) fn run_strategies(args: &EvalRunArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
+pub(super) fn run_strategies(
+    args: &EvalRunArgs,
+    no_cache: bool,
+    out: &Output,
+) -> anyhow::Result<ExitCode> {
     let data = load_dataset(&args.data, out)?;
     let tokens = match args.count_tokens.as_deref() {
         None | Some("none") => None,

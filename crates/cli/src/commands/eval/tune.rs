@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use super::compare::{Runs, compare, load_dataset};
 use crate::UsageError;
+use crate::flags::{DatasetFlags, parse_metric};
 use crate::output::{Output, outln};
 use clap::Args;
-use crate::flags::{DatasetFlags, parse_metric};
 
 /// Permutations of the test against the baseline, as `eval run` uses.
 const ROUNDS: usize = 10_000;

@@ -1,0 +1,260 @@
+//! Flag groups and value parsers that several commands share (specs are parsed here, so a bad
+//! one is a usage error with exit code 2 before anything runs). Each command's own arguments
+//! live beside its `run` in `commands/`.
+
+use ckeep_engine::{Level, Mode, Strategy};
+use ckeep_eval::Metric;
+use ckeep_index::Aggregation;
+use ckeep_text::ChunkerSpec;
+use clap::Args;
+use std::path::PathBuf;
+
+pub(crate) const MODEL_HELP: &str = "Embedding model: a name (all-MiniLM-L6-v2, potion-base-8M; installed with `ckeep model pull`, or found in the Hugging Face cache), a model directory (sentence-transformers or Model2Vec), or an OpenAI-compatible server as URL#MODEL (e.g. http://localhost:11434/v1#nomic-embed-text; key from CKEEP_API_KEY or OPENAI_API_KEY). A name or directory followed by @int8 runs the encoder's matrix products in int8 (see --precision)";
+
+pub(crate) const PRECISION_HELP: &str = "Arithmetic of the encoder's matrix products: f32, or int8 (weights a quarter of the size, vectors within a cosine of 0.995 of f32; faster where the CPU has AVX-512 VNNI; transformer models only). The same as MODEL@int8; a store records it with its model";
+
+/// How pair similarity cuts and scores texts.
+#[derive(Debug, Args)]
+pub struct PairScoring {
+    /// How to cut each text (default: windows of clamp(words/4, 18, 150) words, the chunk-pair
+    /// experiment's rule).
+    #[arg(long, value_name = "SPEC", default_value = "words:dynamic", value_parser = parse_chunker)]
+    pub chunker: ChunkerSpec,
+    /// Number of most similar chunk pairs averaged.
+    #[arg(long, value_name = "K", default_value_t = ckeep_engine::DEFAULT_TOP_K, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    pub top_k: usize,
+    #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2", help = MODEL_HELP)]
+    pub model: String,
+    #[arg(long, value_name = "PRECISION", default_value = "f32", help = PRECISION_HELP)]
+    pub precision: ckeep_embed::Precision,
+}
+
+pub(crate) fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f > 0.0 && f < 1.0 => Ok(f),
+        _ => Err(format!("`{s}` is not a fraction strictly between 0 and 1")),
+    }
+}
+
+pub(crate) const METRICS_HELP: &str =
+    "Metrics (trec_eval definitions; a document is relevant when its grade is > 0):";
+
+pub(crate) fn eval_help() -> String {
+    format!("{METRICS_HELP}\n{}", ckeep_eval::Metric::HELP)
+}
+
+/// Which dataset `eval run` and `eval tune` evaluate on.
+#[derive(Debug, Args)]
+pub struct DatasetFlags {
+    /// A dataset directory (BEIR layout, or docs.jsonl + queries.jsonl).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["docs", "queries"])]
+    pub dataset: Option<PathBuf>,
+    /// The qrels split of a BEIR dataset (`chN` or `all` for fastbook-benchmark).
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// Refuse a corpus with documents of empty text instead of leaving them out (with a
+    /// warning that lists them).
+    #[arg(long)]
+    pub strict: bool,
+    /// Long-document layout: the documents file.
+    #[arg(long, value_name = "FILE", requires = "queries")]
+    pub docs: Option<PathBuf>,
+    /// Long-document layout: the queries file.
+    #[arg(long, value_name = "FILE", requires = "docs")]
+    pub queries: Option<PathBuf>,
+    /// Long-document layout: judge documents (`doc`), or the passage that answers the query
+    /// (`passage`: needs `pid` in queries and `paragraphs` in docs; use level=chunk).
+    #[arg(long, value_name = "LEVEL", default_value = "doc", value_parser = ["doc", "passage"])]
+    pub relevance: String,
+    /// Keep the evaluation indexes here (default: a temporary directory, removed afterwards);
+    /// or build them in PostgreSQL: given a server URL, each index gets a database
+    /// `ckeep_eval_<index>` of its own (replaced if it exists).
+    #[arg(long, value_name = "DIR|URL")]
+    pub work_dir: Option<String>,
+    /// Model for strategies with mode=dense or hybrid that name none (model=…).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    #[arg(long, value_name = "PRECISION", default_value = "f32", requires = "model", help = PRECISION_HELP)]
+    pub precision: ckeep_embed::Precision,
+    /// Fields indexed for strategies that name no `repr=`: `text`, or `title,text` (the
+    /// default for BEIR datasets, as their published figures index them).
+    #[arg(long, value_name = "FIELDS", value_parser = parse_fields)]
+    pub fields: Option<ckeep_engine::Fields>,
+}
+
+pub(crate) fn parse_fields(s: &str) -> Result<ckeep_engine::Fields, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_metric(s: &str) -> Result<ckeep_eval::Metric, String> {
+    s.parse::<ckeep_eval::Metric>().map_err(|e| e.to_string())
+}
+
+pub(crate) const QUANTIZE_HELP: &str = "\
+Hold the store's vectors in memory compactly for dense search (kept by the store):
+  int8     one byte per dimension (a quarter of float32); recall@10 of the exact ranking
+           stays at 0.99 or more after rescoring
+  binary   one bit per dimension (a thirty-second); recall@10 0.94-0.98 after rescoring
+           (oversample=10 for more)
+  none     float32 again
+KIND applies to every stored representation; REPR=KIND (repeatable) to one, e.g.
+plain=int8. Searches scan the codes, then rescore the best oversample × k candidates
+with their float32 vectors, which stay in the store on disk (strategy keys
+oversample=N, rescore=false, exact=true).";
+
+pub(crate) fn parse_quantize(
+    s: &str,
+) -> Result<(Option<String>, ckeep_index::Quantization), String> {
+    let (repr, kind) = match s.rsplit_once('=') {
+        Some((repr, kind)) if !repr.is_empty() => (Some(repr.to_string()), kind),
+        _ => (None, s),
+    };
+    Ok((repr, kind.parse().map_err(|e: ckeep_index::Error| e.to_string())?))
+}
+
+/// How `sync` and `watch` index what they write: the settings of a new store, and the model.
+#[derive(Debug, Args)]
+pub struct IndexFlags {
+    /// How to cut documents into chunks, for a new store (a store keeps its own).
+    #[arg(long, value_name = "SPEC", value_parser = parse_chunker, long_help = chunker_help())]
+    pub chunker: Option<ChunkerSpec>,
+    /// How text becomes search terms, for a new store (a store keeps its own).
+    #[arg(long, value_name = "NAME", value_parser = parse_analyzer, long_help = ANALYZER_HELP)]
+    pub analyzer: Option<ckeep_engine::AnalyzerChoice>,
+    /// Embed chunks with this model (default: the store's model, if it has one).
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
+    #[arg(long, value_name = "PRECISION", default_value = "f32", requires = "model", help = PRECISION_HELP)]
+    pub precision: ckeep_embed::Precision,
+}
+
+impl IndexFlags {
+    /// The model spec asked for, with its precision.
+    pub fn model(&self) -> Option<String> {
+        self.model.as_deref().map(|m| self.precision.apply(m))
+    }
+}
+
+pub(crate) fn repr_help() -> String {
+    format!(
+        "Also build this representation for every document (repeatable); `plain` is always built with a model. Derived ones (summary-avg, window-avg) need only what they derive from.\n\n{}",
+        ckeep_engine::Representation::HELP
+    )
+}
+
+pub(crate) fn parse_repr(s: &str) -> Result<ckeep_engine::Representation, String> {
+    s.parse()
+}
+
+pub(crate) fn summarizer_help() -> String {
+    format!(
+        "Summarize every document this way (repeatable). Summaries are stored, embedded, computed once, and resumed after an interruption.\n\n{}",
+        ckeep_engine::Summarizer::HELP
+    )
+}
+
+/// Checks a `R+R…` list, kept as text (clap would read a `Vec` as repeated values).
+pub(crate) fn parse_repr_list(s: &str) -> Result<String, String> {
+    ckeep_engine::parse_representations(s).map(|_| s.to_string())
+}
+
+pub(crate) fn parse_summarizer(s: &str) -> Result<ckeep_engine::Summarizer, String> {
+    s.parse()
+}
+
+pub(crate) fn chunker_help() -> String {
+    format!(
+        "How to cut documents into chunks (default: the store's chunker, or markdown:256 for a new store).\n\n{}",
+        ChunkerSpec::HELP
+    )
+}
+
+pub(crate) const ANALYZER_HELP: &str = "How text becomes search terms, chosen on a store's first add and kept by it (asking for another later is an error; queries always use the store's) [default: the store's, or auto].
+
+standard   the English pipeline: words split at non-alphanumeric characters, lower-cased,
+           English stop words dropped, Snowball (Porter2) stemming
+cjk        Unicode (UAX #29) words; runs of Han, kana and Hangul as overlapping character
+           bigrams (Lucene's CJKAnalyzer approach); other words through the English pipeline
+jieba      Chinese words by jieba (search mode) after Traditional-to-Simplified folding
+           (OpenCC tables); kana and Hangul as in cjk; other words through the English pipeline
+auto       standard for spaced scripts, jieba for Chinese, cjk for Japanese and Korean, from the
+           script of the first documents added; add says which it chose";
+
+pub(crate) fn parse_size_unit(s: &str) -> Result<ckeep_text::chunk::SizeUnit, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_analyzer(s: &str) -> Result<ckeep_engine::AnalyzerChoice, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_chunker(s: &str) -> Result<ChunkerSpec, String> {
+    s.parse().map_err(|e: ckeep_text::Error| e.to_string())
+}
+
+pub(crate) fn parse_filter(s: &str) -> Result<(String, serde_json::Value), String> {
+    let (key, value) = s.split_once('=').ok_or_else(|| format!("`{s}` is not KEY=VALUE"))?;
+    if key.is_empty() {
+        return Err(format!("`{s}` has an empty key"));
+    }
+    let value = serde_json::from_str(value)
+        .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+    Ok((key.to_string(), value))
+}
+
+pub(crate) fn strategy_help() -> String {
+    format!("A strategy spec: comma-separated key=value parts.\n\n{}", Strategy::HELP)
+}
+
+pub(crate) fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_level(s: &str) -> Result<Level, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_expansion(s: &str) -> Result<ckeep_engine::Expansion, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_agg(s: &str) -> Result<Aggregation, String> {
+    s.parse().map_err(|e: ckeep_index::Error| e.to_string())
+}
+
+pub(crate) fn parse_strategy(s: &str) -> Result<Strategy, String> {
+    s.parse().map_err(|e: ckeep_engine::Error| e.to_string())
+}
+
+/// How `add`, `sync` and `extract` read their inputs.
+#[derive(Debug, Args)]
+pub struct LoadFlags {
+    /// Replace invalid UTF-8 with U+FFFD (with a warning) instead of rejecting the file.
+    #[arg(long)]
+    pub lossy: bool,
+    /// Skip inputs that cannot be loaded, reporting them, instead of stopping (for `sync`,
+    /// their stored documents are kept: the files are still there).
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Largest document accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = ckeep_text::load::DEFAULT_MAX_DOC_BYTES)]
+    pub max_doc_bytes: u64,
+}
+
+impl LoadFlags {
+    /// A loader with these options.
+    pub fn loader(&self) -> ckeep_text::Loader {
+        ckeep_text::Loader::new(ckeep_text::LoadOptions {
+            lossy: self.lossy,
+            max_doc_bytes: self.max_doc_bytes,
+        })
+    }
+}
+
+/// Parses `--metrics ndcg@10,mrr@10`.
+pub(crate) fn parse_metrics(s: &str) -> Result<Vec<Metric>, String> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.parse::<Metric>().map_err(|e| e.to_string()))
+        .collect()
+}
