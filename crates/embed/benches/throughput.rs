@@ -14,12 +14,7 @@ use ckeep_embed::{Embedder, InputKind, SentenceTransformer};
 /// Best of this many passes over each input set.
 const PASSES: usize = 3;
 
-fn data_dir() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
+use ckeep_testkit::data_dir;
 
 fn sentences(data: &Path) -> Vec<String> {
     std::fs::read_to_string(data.join("stsb/sts-test.csv"))

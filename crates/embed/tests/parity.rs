@@ -207,13 +207,7 @@ fn multilingual_e5_matches_sentence_transformers() {
     }
 }
 
-/// The evaluation data (`CKEEP_DATA`, default `../shared/data`).
-fn data_dir() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
+use ckeep_testkit::data_dir;
 
 /// The least cosine between the int8 and the f32 vectors of `texts`.
 fn int8_agreement(

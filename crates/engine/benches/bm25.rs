@@ -13,7 +13,7 @@
 //!
 //! Run: `cargo bench -p ckeep-engine --bench bm25`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ckeep_core::Document;
@@ -30,12 +30,7 @@ struct Corpus {
     queries: Vec<String>,
 }
 
-fn data_dir() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
+use ckeep_testkit::data_dir;
 
 fn squad(data: &Path) -> Corpus {
     let path = data.join("squad_dev/longdoc-v1.1.docs.jsonl");

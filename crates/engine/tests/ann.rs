@@ -3,7 +3,7 @@
 //! model, fast enough for a test), queried with 100 of the articles' descriptions. Tolerance:
 //! recall@10 ≥ 0.95 (HNSW, binary codes), ≥ 0.99 (int8 codes).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use ckeep_core::Document;
@@ -12,12 +12,7 @@ use ckeep_engine::{ANN_MIN_VECTORS, Engine, Mode, SearchRequest, Strategy};
 use ckeep_index::Quantization;
 use ckeep_store::{SqliteStore, StoreRead, StoreWrite};
 
-fn data_dir() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
+use ckeep_testkit::data_dir;
 
 /// The summaries' sentences in a store under `dir`, embedded with potion-base-8M, and 100
 /// descriptions to query with.

@@ -6,7 +6,6 @@
 //!    Simplified store;
 //! 3. the `jieba` analyzer ranks the same articles first with BM25.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ckeep_core::Document;
@@ -15,12 +14,7 @@ use ckeep_engine::{AnalyzerChoice, Engine, SearchRequest, Strategy};
 use ckeep_store::{SqliteStore, StoreRead};
 use ckeep_text::ChunkerSpec;
 
-fn data_dir() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
+use ckeep_testkit::data_dir;
 
 fn model(name: &str) -> Arc<dyn Embedder> {
     ckeep_embed::load(name).unwrap_or_else(|e| panic!("ckeep model pull {name}: {e}"))

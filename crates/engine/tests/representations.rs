@@ -7,7 +7,6 @@
 //! - summaries from an OpenAI-compatible chat server (a local one in this test) are stored as
 //!   the server wrote them, and a second run asks for nothing again.
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use ckeep_core::Document;
@@ -15,12 +14,7 @@ use ckeep_embed::{Embedder, InputKind};
 use ckeep_engine::{Engine, Level, Mode, Representation, SearchRequest, Strategy, Summarizer};
 use ckeep_store::{Lacking, SqliteStore, StoreRead};
 
-fn data_dir() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
+use ckeep_testkit::data_dir;
 
 fn minilm() -> Arc<dyn Embedder> {
     ckeep_embed::load("all-MiniLM-L6-v2").expect("ckeep model pull all-MiniLM-L6-v2")

@@ -19,16 +19,10 @@ mod sync;
 mod tour;
 mod watch;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-/// The evaluation data: `CKEEP_DATA`, or `../shared/data` beside the checkout.
-pub fn data_dir() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
+pub use ckeep_testkit::data_dir;
 
 /// A `ckeep` command on `store`.
 pub fn ckeep(store: &Path) -> Command {

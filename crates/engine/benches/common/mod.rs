@@ -10,12 +10,7 @@ use ckeep_text::load::{Format, Source};
 
 pub const MODEL: &str = "all-MiniLM-L6-v2";
 
-pub fn data_dir() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
+pub use ckeep_testkit::data_dir;
 
 pub fn jsonl(path: &Path, prefix: &str) -> Vec<Document> {
     let docs = Loader::default()

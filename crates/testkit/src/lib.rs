@@ -1,0 +1,12 @@
+//! Test support shared by every crate's tests and benchmarks, so a rule about the test
+//! environment is written once.
+
+use std::path::{Path, PathBuf};
+
+/// The evaluation data (`../shared/data` beside the checkout, or `$CKEEP_DATA`).
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("CKEEP_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        PathBuf::from,
+    )
+}
