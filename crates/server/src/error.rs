@@ -10,51 +10,128 @@ use serde::Serialize;
 pub struct ApiError {
     /// The HTTP status.
     pub status: StatusCode,
-    /// The stable code (see [`CODES`]).
-    pub code: &'static str,
+    /// The stable code.
+    pub code: ErrorCode,
     /// What is wrong, for people.
     pub message: String,
 }
 
-/// Every code the server answers with, and its status: the API's error contract (also in
-/// `/openapi.json`).
-pub const CODES: &[(&str, u16)] = &[
-    ("invalid_json", 400),
-    ("invalid_request", 422),
-    ("invalid_parameter", 422),
-    ("unauthorized", 401),
-    ("not_found", 404),
-    ("method_not_allowed", 405),
-    ("conflict", 409),
-    ("body_too_large", 413),
-    ("unsupported_media_type", 415),
-    ("overloaded", 503),
-    ("timeout", 503),
-    ("shutting_down", 503),
-    ("internal", 500),
-];
+/// Every code the server answers with: the API's error contract (also in `/openapi.json`). A
+/// type, so a misspelt code does not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// The body is not JSON (400).
+    InvalidJson,
+    /// The JSON has the wrong shape (422).
+    InvalidRequest,
+    /// A field or parameter has a bad value (422).
+    InvalidParameter,
+    /// The token is missing or wrong (401).
+    Unauthorized,
+    /// No such route or document (404).
+    NotFound,
+    /// The route does not take that method (405).
+    MethodNotAllowed,
+    /// The request conflicts with how the store was built (409).
+    Conflict,
+    /// The body is over the server's limit (413).
+    BodyTooLarge,
+    /// The body is not JSON by its content type (415).
+    UnsupportedMediaType,
+    /// Every worker is busy (503).
+    Overloaded,
+    /// The request took too long (503).
+    Timeout,
+    /// The server is stopping (503).
+    ShuttingDown,
+    /// Our failure or the machine's (500).
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, in the order `/openapi.json` lists them.
+    pub const ALL: [Self; 13] = [
+        Self::InvalidJson,
+        Self::InvalidRequest,
+        Self::InvalidParameter,
+        Self::Unauthorized,
+        Self::NotFound,
+        Self::MethodNotAllowed,
+        Self::Conflict,
+        Self::BodyTooLarge,
+        Self::UnsupportedMediaType,
+        Self::Overloaded,
+        Self::Timeout,
+        Self::ShuttingDown,
+        Self::Internal,
+    ];
+
+    /// The code as clients see it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidJson => "invalid_json",
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidParameter => "invalid_parameter",
+            Self::Unauthorized => "unauthorized",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::Conflict => "conflict",
+            Self::BodyTooLarge => "body_too_large",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::Overloaded => "overloaded",
+            Self::Timeout => "timeout",
+            Self::ShuttingDown => "shutting_down",
+            Self::Internal => "internal",
+        }
+    }
+
+    /// The HTTP status it is answered with.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::InvalidJson => StatusCode::BAD_REQUEST,
+            Self::InvalidRequest | Self::InvalidParameter => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict => StatusCode::CONFLICT,
+            Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Overloaded | Self::Timeout | Self::ShuttingDown => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
 
 impl ApiError {
-    /// An error with `code`, whose status comes from [`CODES`].
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        let status = CODES
-            .iter()
-            .find(|(c, _)| *c == code)
-            .and_then(|(_, s)| StatusCode::from_u16(*s).ok())
-            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        Self { status, code, message: message.into() }
+    /// An error with `code`, answered with its status.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { status: code.status(), code, message: message.into() }
     }
 
     /// A request field or parameter with a bad value (422).
     pub fn invalid(message: impl Into<String>) -> Self {
-        Self::new("invalid_parameter", message)
+        Self::new(ErrorCode::InvalidParameter, message)
     }
 
     /// A failure of ours or the machine's (500). The message stays in the server's log, under
     /// the request id; the client gets a generic message with that id (internal messages name
     /// files, hosts and database errors that are not the client's business).
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new("internal", message)
+        Self::new(ErrorCode::Internal, message)
     }
 }
 
@@ -73,10 +150,10 @@ struct Inner<'a> {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let request_id = crate::observe::current_request_id();
+        let request_id = crate::request_id::current();
         let id = request_id.as_deref().unwrap_or("-");
         let generic;
-        let message = if self.status.is_server_error() && self.code == "internal" {
+        let message = if self.status.is_server_error() && self.code == ErrorCode::Internal {
             tracing::error!(request_id = %id, detail = %self.message, "internal error");
             generic =
                 format!("internal error; the server log has the details under request id {id}");
@@ -84,7 +161,7 @@ impl IntoResponse for ApiError {
         } else {
             &self.message
         };
-        let error = Inner { code: self.code, message, request_id: request_id.as_deref() };
+        let error = Inner { code: self.code.as_str(), message, request_id: request_id.as_deref() };
         (self.status, axum::Json(Body { error })).into_response()
     }
 }
@@ -93,7 +170,7 @@ impl From<ckeep_engine::Error> for ApiError {
     /// Through [`ckeep_engine::Error::is_user_error`], the rule the CLI's exit codes follow too.
     fn from(err: ckeep_engine::Error) -> Self {
         if err.is_conflict() {
-            Self::new("conflict", err.to_string())
+            Self::new(ErrorCode::Conflict, err.to_string())
         } else if err.is_user_error() {
             Self::invalid(err.to_string())
         } else {
@@ -118,7 +195,7 @@ mod tests {
     async fn internal_details_stay_in_the_log_and_the_client_gets_the_request_id() {
         let err =
             ApiError::internal("PostgreSQL: FATAL: password authentication failed at /srv/db");
-        let res = crate::observe::REQUEST_ID
+        let res = crate::request_id::REQUEST_ID
             .scope("req-7".to_string(), async move { err.into_response() })
             .await;
         assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);

@@ -6,7 +6,7 @@ use axum::extract::{FromRequest, Request};
 use axum::http::header::CONTENT_TYPE;
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// A request body parsed as `T` (unknown fields are refused where `T` says so).
 #[derive(Debug)]
@@ -21,16 +21,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             let essence = ct.split(';').next().unwrap_or_default().trim();
             if essence != "application/json" && !essence.ends_with("+json") {
                 return Err(ApiError::new(
-                    "unsupported_media_type",
+                    ErrorCode::UnsupportedMediaType,
                     format!("the body must be application/json, not `{essence}`"),
                 ));
             }
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new("body_too_large", "the request body is larger than the server allows")
+                ApiError::new(
+                    ErrorCode::BodyTooLarge,
+                    "the request body is larger than the server allows",
+                )
             } else {
-                ApiError::new("invalid_json", format!("the body could not be read: {e}"))
+                ApiError::new(ErrorCode::InvalidJson, format!("the body could not be read: {e}"))
             }
         })?;
         parse(&bytes).map(JsonBody)
@@ -43,22 +46,25 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
         None => {
             return Err(ApiError::new(
-                "invalid_json",
+                ErrorCode::InvalidJson,
                 "the body is empty; a JSON object is expected",
             ));
         }
         // serde would read an array as a struct's fields in order.
         Some(b'[') => {
-            return Err(ApiError::new("invalid_request", "expected a JSON object, found an array"));
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "expected a JSON object, found an array",
+            ));
         }
         Some(_) => {}
     }
     serde_json::from_slice(bytes).map_err(|e| {
         use serde_json::error::Category;
         match e.classify() {
-            Category::Data => ApiError::new("invalid_request", e.to_string()),
+            Category::Data => ApiError::new(ErrorCode::InvalidRequest, e.to_string()),
             Category::Syntax | Category::Eof | Category::Io => {
-                ApiError::new("invalid_json", format!("malformed JSON: {e}"))
+                ApiError::new(ErrorCode::InvalidJson, format!("malformed JSON: {e}"))
             }
         }
     })

@@ -6,7 +6,7 @@
 //!   [`router`] is the whole API as an axum `Router` (tests drive it without a port);
 //!   [`serve`] runs it on a listener until a shutdown signal, then lets writes finish.
 //! - Every route but `/health` needs `Authorization: Bearer TOKEN` when a token is set.
-//! - Errors are JSON with a stable code ([`error::CODES`]); every limit is in [`Limits`].
+//! - Errors are JSON with a stable code ([`error::ErrorCode`]); every limit is in [`Limits`].
 //! - Queries from concurrent requests share model calls ([`batch::BatchingEmbedder`]).
 //! - The API is described at `/openapi.json`; every answer carries an `x-request-id`, each
 //!   request is logged through `tracing`, and `/metrics` serves Prometheus metrics
@@ -58,6 +58,7 @@ pub mod error;
 mod json;
 pub mod mcp;
 pub mod observe;
+mod request_id;
 mod routes;
 mod ui;
 pub mod workers;

@@ -22,18 +22,8 @@ use prometheus_client::registry::Registry;
 use crate::AppState;
 use crate::error::ApiError;
 
-/// The header that carries the request id, both ways.
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
-
-tokio::task_local! {
-    /// The id of the request being answered, for error bodies and logs deeper down.
-    pub(crate) static REQUEST_ID: String;
-}
-
-/// The request id of the current request, if any.
-pub(crate) fn current_request_id() -> Option<String> {
-    REQUEST_ID.try_with(Clone::clone).ok()
-}
+use crate::request_id::REQUEST_ID;
+pub use crate::request_id::REQUEST_ID_HEADER;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {

@@ -11,7 +11,7 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// The page's policy: nothing inline, nothing from elsewhere.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
@@ -62,7 +62,7 @@ pub(crate) async fn index() -> Response {
 pub(crate) async fn asset(Path(name): Path<String>) -> Response {
     match ASSETS.iter().find(|(n, _, _)| *n == name) {
         Some((_, content_type, body)) => page(content_type, body),
-        None => ApiError::new("not_found", format!("the playground has no file `{name}`"))
+        None => ApiError::new(ErrorCode::NotFound, format!("the playground has no file `{name}`"))
             .into_response(),
     }
 }

@@ -14,7 +14,7 @@ use ckeep_engine::Engine;
 use ckeep_store::DynStore;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// The engine every job runs on.
 pub type StoreEngine = Engine<DynStore>;
@@ -114,9 +114,11 @@ impl Workers {
         let _waiting = Waiting::start(&self.waiting);
         match tokio::time::timeout(self.queue_timeout, Arc::clone(slots).acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) => Err(ApiError::new("shutting_down", "the server is shutting down")),
+            Ok(Err(_)) => {
+                Err(ApiError::new(ErrorCode::ShuttingDown, "the server is shutting down"))
+            }
             Err(_) => Err(ApiError::new(
-                "overloaded",
+                ErrorCode::Overloaded,
                 format!(
                     "every worker stayed busy for {} ms; retry later",
                     self.queue_timeout.as_millis()
@@ -159,7 +161,7 @@ impl Workers {
         let joined = match timeout {
             Some(t) => tokio::time::timeout(t, task).await.map_err(|_| {
                 ApiError::new(
-                    "timeout",
+                    ErrorCode::Timeout,
                     format!("the request took longer than {} ms", t.as_millis()),
                 )
             })?,
@@ -241,7 +243,7 @@ mod tests {
                 .read(|_| -> Result<(), ApiError> { panic!("a bug in a read job") })
                 .await
                 .unwrap_err();
-            assert_eq!(err.code, "internal");
+            assert_eq!(err.code, ErrorCode::Internal);
             // The one reader is back: the next read runs instead of finding no idle engine.
             assert!(!workers.read(|e| Ok(e.store().location())).await.unwrap().is_empty());
         }
@@ -253,7 +255,7 @@ mod tests {
         let workers = one_reader(dir.path(), Duration::from_millis(50), Duration::from_millis(200));
         let (release, held) = busy(&workers).await;
         let err = workers.read(|_| Ok(())).await.unwrap_err();
-        assert_eq!(err.code, "overloaded");
+        assert_eq!(err.code, ErrorCode::Overloaded);
         assert_eq!(err.status.as_u16(), 503);
         release.send(()).unwrap();
         // The slot comes back once the job ends.
@@ -266,7 +268,7 @@ mod tests {
             })
             .await
             .unwrap_err();
-        assert_eq!(err.code, "timeout");
+        assert_eq!(err.code, ErrorCode::Timeout);
         // Writes are never timed out.
         let n = workers
             .write(|_| {
@@ -277,7 +279,7 @@ mod tests {
             .unwrap();
         assert_eq!(n, 7);
         workers.drain().await;
-        assert_eq!(workers.read(|_| Ok(())).await.unwrap_err().code, "shutting_down");
-        assert_eq!(workers.write(|_| Ok(())).await.unwrap_err().code, "shutting_down");
+        assert_eq!(workers.read(|_| Ok(())).await.unwrap_err().code, ErrorCode::ShuttingDown);
+        assert_eq!(workers.write(|_| Ok(())).await.unwrap_err().code, ErrorCode::ShuttingDown);
     }
 }

@@ -10,7 +10,7 @@ use axum::http::Request;
 use ckeep_server::{Limits, ServerConfig};
 use serde_json::{Value, json};
 
-use common::{TestServer, assert_error, scifact};
+use common::{Gated, TestServer, assert_error, minilm, scifact};
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
@@ -162,7 +162,7 @@ async fn the_description_lists_every_route_and_code() {
             .unwrap()
             .clone();
     let codes: Vec<serde_json::Value> =
-        ckeep_server::error::CODES.iter().map(|(c, _)| json!(c)).collect();
+        ckeep_server::error::ErrorCode::ALL.iter().map(|c| json!(c.as_str())).collect();
     assert_eq!(described, codes);
     let (_, health) = server.get("/health").await;
     assert_eq!(health["status"], "ok");
@@ -346,17 +346,21 @@ async fn every_caller_mistake_is_a_4xx_with_a_code() {
 #[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
 async fn requests_beyond_the_in_flight_limit_are_turned_away() {
     let limits = Limits { max_in_flight: 1, ..Limits::default() };
-    let server =
-        std::sync::Arc::new(TestServer::new(ServerConfig { limits, ..ServerConfig::default() }));
+    let model = Gated::new(minilm());
+    let gate = std::sync::Arc::clone(&model.gate);
+    let config = ServerConfig { limits, ..ServerConfig::default() };
+    let server = std::sync::Arc::new(TestServer::with_model(config, model));
     let busy = {
         let server = std::sync::Arc::clone(&server);
         tokio::spawn(
             async move { server.post("/documents", &json!({"documents": scifact(60)})).await },
         )
     };
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert!(!busy.is_finished(), "the ingest takes longer than this");
+    // The ingest is held at the gate, so it is certainly in flight.
+    let entered = std::sync::Arc::clone(&gate);
+    tokio::task::spawn_blocking(move || entered.entered()).await.unwrap();
     assert_error(&server.get("/stats").await, 503, "overloaded");
+    gate.open();
     assert_eq!(busy.await.unwrap().0, 200);
     assert_eq!(server.get("/stats").await.0, 200, "admitted again once the first is done");
 }

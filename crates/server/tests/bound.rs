@@ -11,7 +11,7 @@ use ckeep_server::{AppState, Limits, ServerConfig};
 use ckeep_store::{SqliteStore, StoreRead};
 use serde_json::json;
 
-use common::{minilm, scifact};
+use common::{Gated, minilm, scifact};
 
 struct Running {
     base: String,
@@ -163,9 +163,10 @@ async fn readers_run_beside_a_writer_and_see_whole_documents() {
 async fn shutdown_lets_the_write_in_flight_commit() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
+    let model = Gated::new(minilm());
+    let gate = Arc::clone(&model.gate);
     let state =
-        AppState::open(&store.display().to_string(), Some(minilm()), ServerConfig::default())
-            .unwrap();
+        AppState::open(&store.display().to_string(), Some(model), ServerConfig::default()).unwrap();
     let server = start(Arc::clone(&state)).await;
     let base = server.base.clone();
     let docs = scifact(80);
@@ -181,20 +182,27 @@ async fn shutdown_lets_the_write_in_flight_commit() {
             )
         })
     };
-    // Shut down while the batch is being embedded.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!write.is_finished(), "the write takes longer than this");
-    server.shutdown().await;
+    // Shut down while the batch is being embedded: it is held at the gate until the server
+    // has stopped listening.
+    let entered = Arc::clone(&gate);
+    blocking(move || entered.entered()).await;
+    let stopping = tokio::spawn(server.shutdown());
+    let b = base.clone();
+    blocking(move || {
+        while agent().get(format!("{b}/health")).call().is_ok() {
+            std::thread::yield_now();
+        }
+    })
+    .await;
+    assert!(!write.is_finished(), "the write is held at the gate");
+    gate.open();
     let (status, report) = write.await.unwrap();
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["added"], 80);
+    stopping.await.unwrap();
     let s = SqliteStore::open(&store).unwrap();
     assert_eq!(s.document_ids().unwrap().len(), 80);
     assert!(s.check().unwrap().is_ok());
-    // The port is closed.
-    let b = base.clone();
-    let refused = blocking(move || agent().get(format!("{b}/health")).call().is_err()).await;
-    assert!(refused, "no longer listening");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

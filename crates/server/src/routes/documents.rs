@@ -12,7 +12,7 @@ use ckeep_text::ChunkerSpec;
 use serde::{Deserialize, Serialize};
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::json::JsonBody;
 
 /// The document id from the path, or a JSON error when it does not decode (e.g. `%FF`).
@@ -23,7 +23,7 @@ fn doc_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError>
 
 /// A parsed body of the wrong shape is the caller's mistake (422).
 fn from_value<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Result<T, ApiError> {
-    serde_json::from_value(v).map_err(|e| ApiError::new("invalid_request", e.to_string()))
+    serde_json::from_value(v).map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e.to_string()))
 }
 
 /// Longest document id, in bytes.
@@ -119,7 +119,7 @@ pub(crate) async fn add(
         Batch { documents: vec![from_value(body)?], chunker }
     } else {
         return Err(ApiError::new(
-            "invalid_request",
+            ErrorCode::InvalidRequest,
             "expected an object: a document, or {\"documents\": [...]}",
         ));
     };
@@ -232,7 +232,7 @@ pub(crate) async fn read_document(
             // One snapshot, so the chunks belong to the text returned.
             let _snapshot = ReadSnapshot::begin(store)?;
             let doc = store.document(&id)?.ok_or_else(|| {
-                ApiError::new("not_found", format!("no document `{id}` in the store"))
+                ApiError::new(ErrorCode::NotFound, format!("no document `{id}` in the store"))
             })?;
             let chunks = if with_chunks { Some(store.chunks_of(&id)?) } else { None };
             Ok((doc, chunks))
@@ -348,7 +348,7 @@ pub(crate) async fn delete(
     let missing = format!("no document `{id}` in the store");
     let removed = state.workers.write(move |e| Ok(e.store_mut().remove(&[id])?)).await?;
     if removed == 0 {
-        return Err(ApiError::new("not_found", missing));
+        return Err(ApiError::new(ErrorCode::NotFound, missing));
     }
     state.wrote();
     Ok(StatusCode::NO_CONTENT)

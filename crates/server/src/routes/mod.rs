@@ -14,7 +14,7 @@ use axum::{Json, Router};
 use ckeep_store::StoreRead;
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// The API description served at `/openapi.json` (`OpenAPI` 3.1).
 pub const OPENAPI: &str = include_str!("../openapi.json");
@@ -73,14 +73,14 @@ async fn admit(State(state): State<Arc<AppState>>, req: Request, next: Next) -> 
     let limit = state.config.limits.max_body_bytes;
     if announced.is_some_and(|n| n > limit as u64) {
         return ApiError::new(
-            "body_too_large",
+            ErrorCode::BodyTooLarge,
             format!("the body is larger than the {limit} bytes this server takes"),
         )
         .into_response();
     }
     let Ok(_permit) = Arc::clone(&state.in_flight).try_acquire_owned() else {
         return ApiError::new(
-            "overloaded",
+            ErrorCode::Overloaded,
             format!(
                 "{} requests are in flight, the most this server takes; retry later",
                 state.config.limits.max_in_flight
@@ -106,7 +106,7 @@ async fn authenticate(State(state): State<Arc<AppState>>, req: Request, next: Ne
         if !bool::from(subtle::ConstantTimeEq::ct_eq(&given.as_bytes()[..], &token.as_bytes()[..]))
         {
             let mut res = ApiError::new(
-                "unauthorized",
+                ErrorCode::Unauthorized,
                 "this server needs `Authorization: Bearer TOKEN` with its token",
             )
             .into_response();
@@ -118,11 +118,11 @@ async fn authenticate(State(state): State<Arc<AppState>>, req: Request, next: Ne
 }
 
 async fn not_found() -> ApiError {
-    ApiError::new("not_found", "no such endpoint; the API is described at /openapi.json")
+    ApiError::new(ErrorCode::NotFound, "no such endpoint; the API is described at /openapi.json")
 }
 
 async fn method_not_allowed() -> ApiError {
-    ApiError::new("method_not_allowed", "this endpoint does not take that method")
+    ApiError::new(ErrorCode::MethodNotAllowed, "this endpoint does not take that method")
 }
 
 /// Liveness: answers without touching the store, and without a token.

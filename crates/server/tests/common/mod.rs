@@ -12,12 +12,7 @@ use ckeep_server::{AppState, ServerConfig};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-pub fn data_dir() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
+pub use ckeep_testkit::data_dir;
 
 /// The model, loaded once per test binary.
 pub fn minilm() -> Arc<dyn Embedder> {
@@ -56,6 +51,78 @@ pub fn corpus() -> Vec<serde_json::Value> {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()
+}
+
+/// A model whose first embedding call holds until the test opens its gate: a test that must act
+/// while a write is being embedded waits for [`Gate::entered`] instead of sleeping and hoping
+/// the write is still running.
+#[derive(Debug)]
+pub struct Gated {
+    inner: Arc<dyn Embedder>,
+    pub gate: Arc<Gate>,
+}
+
+/// The gate of a [`Gated`] model.
+#[derive(Debug, Default)]
+pub struct Gate {
+    /// (a call is waiting at the gate or went through, the gate is open)
+    state: std::sync::Mutex<(bool, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl Gate {
+    /// Waits until an embedding call has reached the gate (it is held there until `open`).
+    pub fn entered(&self) {
+        let mut state = self.state.lock().unwrap();
+        while !state.0 {
+            state = self.changed.wait(state).unwrap();
+        }
+    }
+
+    /// Lets every call through, now and from now on.
+    pub fn open(&self) {
+        self.state.lock().unwrap().1 = true;
+        self.changed.notify_all();
+    }
+
+    fn pass(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.0 = true;
+        self.changed.notify_all();
+        while !state.1 {
+            state = self.changed.wait(state).unwrap();
+        }
+    }
+}
+
+impl Gated {
+    pub fn new(inner: Arc<dyn Embedder>) -> Arc<Self> {
+        Arc::new(Self { inner, gate: Arc::default() })
+    }
+}
+
+impl Embedder for Gated {
+    fn info(&self) -> &ckeep_embed::ModelInfo {
+        self.inner.info()
+    }
+    fn embed_raw(
+        &self,
+        texts: &[&str],
+    ) -> ckeep_embed::Result<(Vec<Vec<f32>>, ckeep_embed::EmbedStats)> {
+        self.gate.pass();
+        self.inner.embed_raw(texts)
+    }
+    fn count_text_tokens(&self, text: &str) -> Option<usize> {
+        self.inner.count_text_tokens(text)
+    }
+    fn token_vectors(
+        &self,
+        texts: &[&str],
+        kind: ckeep_embed::InputKind,
+    ) -> ckeep_embed::Result<Vec<ckeep_embed::TokenVectors>> {
+        self.gate.pass();
+        self.inner.token_vectors(texts, kind)
+    }
 }
 
 /// The deterministic test embedder of the fast tier.
