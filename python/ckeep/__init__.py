@@ -29,6 +29,7 @@ from ._ckeep import (
     __version__,
 )
 from ._ckeep import Embedder as _NativeEmbedder
+from ._ckeep import known_extensions as _known_extensions
 from ._ckeep import Store as _NativeStore
 
 if TYPE_CHECKING:
@@ -166,10 +167,11 @@ def _looks_like_path(text: str) -> bool:
     """A short one-line string with a path separator or a file extension names a file."""
     if "\n" in text or len(text) > 4096:
         return False
-    return os.sep in text or "/" in text or Path(text).suffix.lower() in {
-        ".txt", ".md", ".markdown", ".ipynb", ".jsonl", ".rst", ".html", ".htm", ".xhtml",
-        ".epub", ".docx", ".pdf",
-    }
+    return os.sep in text or "/" in text or Path(text).suffix.lower() in _EXTENSIONS
+
+
+#: The suffixes ``add`` reads, from the loaders' own table.
+_EXTENSIONS = frozenset("." + ext for ext in _known_extensions())
 
 
 class Store:
@@ -231,7 +233,7 @@ class Store:
             report = self.add_documents(docs, **options)
         if paths:
             added = json.loads(self._native.add_paths(paths, **options))
-            _warn_unspaced(added)
+            _warn(added)
             report = _merge(report, added)
         return report
 
@@ -250,7 +252,7 @@ class Store:
         out = self._native.add_jsonl(lines, chunker=chunker, model=model, analyzer=analyzer,
                                      size_unit=size_unit)
         report = json.loads(out)
-        _warn_unspaced(report)
+        _warn(report)
         return report
 
     def search(
@@ -382,23 +384,20 @@ def _text_document(text: str, metadata: Mapping[str, Any] | None) -> dict[str, A
     return doc
 
 
-def _warn_unspaced(report: dict[str, Any]) -> None:
-    """The CLI's warning for documents the store's analyzer cannot split into words."""
-    n = report.get("unspaced_under_standard", 0)
-    if n:
-        warnings.warn(
-            f"{n} document(s) mostly Chinese, Japanese or Korean went into a store whose analyzer "
-            "is 'standard', which keeps each unspaced run of characters as one term: words inside "
-            "them cannot be searched. A new store made with analyzer='cjk' (or 'jieba', for "
-            "Chinese) indexes them word by word.", UserWarning, stacklevel=3)
+def _warn(report: dict[str, Any]) -> None:
+    """The report's warnings (the engine's words, as the CLI prints them) as Python warnings."""
+    for message in report.get("warnings", []):
+        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Two add reports as one: counts summed, the rest from the later one."""
+    """Two add reports as one: counts summed, lists joined, the rest from the later one."""
     if not a:
         return b
     out = dict(b)
     for key, value in a.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and key in b:
+            out[key] = value + b[key]
+        elif isinstance(value, list) and isinstance(b.get(key), list):
             out[key] = value + b[key]
     return out

@@ -33,7 +33,15 @@ fn _ckeep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study::pairs, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::eval_run, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::eval_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(known_extensions, m)?)?;
     Ok(())
+}
+
+/// The file extensions `add` reads (lower case, without the dot): the loaders' own table, so
+/// the Python layer tells a path from a text as `ckeep add` would.
+#[pyfunction]
+fn known_extensions() -> Vec<&'static str> {
+    ckeep_text::load::EXTENSIONS.iter().map(|(ext, _)| *ext).collect()
 }
 
 /// A byte span of `text` counted in characters, as Python strings index.

@@ -130,18 +130,16 @@ impl Store {
         for doc in docs {
             ingest.add(doc)?;
         }
-        let report = ingest.finish()?;
-        let mut out = json!({
-            "store": self.location,
-            "chunker": chunker.to_string(),
-            "analyzer": engine.analyzer()?.map(ckeep_engine::Analyzer::name),
-            "model": engine.embedder().map(|e| e.info().name.clone()),
-            "seconds": started.elapsed().as_secs_f64(),
-        });
-        if let (Value::Object(o), Value::Object(r)) = (&mut out, serde_json::to_value(&report)?) {
-            o.extend(r);
-        }
-        Ok(out.to_string())
+        let ingested = ingest.finish()?;
+        let report = ckeep_engine::AddReport::new(
+            &self.location,
+            &chunker,
+            engine.analyzer()?,
+            engine.embedder().map(|e| e.info().name.clone()),
+            ingested,
+            started.elapsed().as_secs_f64(),
+        );
+        Ok(serde_json::to_string(&report)?)
     }
 }
 

@@ -31,6 +31,7 @@ mod lexical;
 mod manifest;
 mod models;
 mod pair_model;
+mod report;
 mod represent;
 mod request;
 mod rerank;
@@ -65,6 +66,7 @@ pub use pair_model::{
     FEATURES as PAIR_FEATURES, Features as PairFeatures, PairModel, best_threshold,
     features as pair_features,
 };
+pub use report::{AddReport, Skipped};
 pub use represent::{ContextParts, Fields, Representation, parse_list as parse_representations};
 pub use rerank::DEFAULT_RERANK_K;
 pub use search::{

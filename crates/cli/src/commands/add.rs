@@ -4,11 +4,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::bail;
-use ckeep_engine::{Engine, IngestReport};
+use ckeep_engine::{AddReport, Engine, IngestReport, Skipped};
 use ckeep_store::{DynStore, StoreRead};
 use ckeep_text::Loader;
 use ckeep_text::load::{Checked, Source};
-use serde::Serialize;
 
 use crate::flags::{
     ANALYZER_HELP, LoadFlags, MODEL_HELP, PRECISION_HELP, QUANTIZE_HELP, chunker_help,
@@ -23,25 +22,6 @@ use std::path::PathBuf;
 /// Inputs checked in the first pass are kept in memory up to this many bytes of text, so small
 /// and medium corpora are read once; larger ones are read again in the second pass.
 const KEEP_LOADED_BYTES: usize = 512 << 20;
-
-#[derive(Serialize)]
-struct AddOutput<'a> {
-    store: String,
-    chunker: String,
-    analyzer: Option<&'static str>,
-    model: Option<String>,
-    #[serde(flatten)]
-    report: &'a IngestReport,
-    skipped: Vec<Skipped>,
-    warnings: Vec<String>,
-    seconds: f64,
-}
-
-#[derive(Serialize)]
-pub(crate) struct Skipped {
-    source: String,
-    error: String,
-}
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
@@ -154,7 +134,7 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     let model = engine.embedder().map(|e| e.info().clone());
     let analyzer = engine.analyzer()?;
     let run = Run { store, chunker: &chunker, analyzer, model: model.as_ref(), seconds };
-    print_report(&run, &report, skipped, warnings, out)?;
+    print_report(&run, report, skipped, warnings, out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -295,7 +275,7 @@ fn derive_only(
     let model = engine.embedder().map(|e| e.info().clone());
     let analyzer = engine.analyzer()?;
     let run = Run { store, chunker: &chunker, analyzer, model: model.as_ref(), seconds };
-    print_report(&run, &report, Vec::new(), Vec::new(), out)?;
+    print_report(&run, report, Vec::new(), Vec::new(), out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -328,42 +308,31 @@ struct Run<'a> {
     seconds: f64,
 }
 
-/// Prints what `add` did.
 /// Warns when documents in an unspaced script went into a store whose analyzer cannot split
-/// them: nothing fails, but searching their words one by one finds nothing.
+/// them (in the engine's words): nothing fails, but searching their words one by one finds
+/// nothing.
 pub(crate) fn warn_unspaced(report: &IngestReport, out: &Output) {
-    let n = report.unspaced_under_standard;
-    if n > 0 {
-        out.warn(format!(
-            "{n} document{} mostly Chinese, Japanese or Korean, but the store's analyzer is \
-             `standard`, which keeps each unspaced run of characters as one term: words inside \
-             them cannot be searched. A new store made with --analyzer cjk (or jieba, for Chinese) \
-             indexes them word by word",
-            if n == 1 { " is" } else { "s are" }
-        ));
+    if let Some(warning) = report.unspaced_warning() {
+        out.warn(warning);
     }
 }
 
+/// Prints what `add` did: the engine's [`AddReport`] under `--json`.
 fn print_report(
     run: &Run<'_>,
-    report: &IngestReport,
+    ingest: IngestReport,
     skipped: Vec<Skipped>,
     warnings: Vec<String>,
     out: &Output,
 ) -> anyhow::Result<()> {
     let Run { store, chunker, analyzer, model, seconds } = *run;
-    warn_unspaced(report, out);
+    warn_unspaced(&ingest, out);
+    let full =
+        AddReport::new(store, chunker, analyzer, model.map(|m| m.name.clone()), ingest, seconds)
+            .with_inputs(skipped, warnings);
+    let report = &full.ingest;
     if out.json {
-        out.print_json(&AddOutput {
-            store: store.to_string(),
-            chunker: chunker.to_string(),
-            analyzer: analyzer.map(ckeep_engine::Analyzer::name),
-            model: model.map(|m| m.name.clone()),
-            report,
-            skipped,
-            warnings,
-            seconds,
-        })?;
+        out.print_json(&full)?;
     } else {
         outln!(
             "{} added, {} replaced, {} unchanged of {} documents; {} chunks ({}) with {chunker} in {seconds:.2} s",

@@ -8,10 +8,11 @@ use ckeep_engine::{Engine, SyncPlan, SyncReport};
 use ckeep_store::DynStore;
 use serde::Serialize;
 
-use super::add::{Skipped, check_inputs, open_with_model, skipped, stage_progress};
+use super::add::{check_inputs, open_with_model, skipped, stage_progress};
 use crate::UsageError;
 use crate::flags::{IndexFlags, LoadFlags};
 use crate::output::{Output, human_bytes, outln};
+use ckeep_engine::Skipped;
 use clap::Args;
 use std::path::PathBuf;
 

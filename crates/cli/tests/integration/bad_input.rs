@@ -125,7 +125,7 @@ fn missing_path_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let (store, before) = seeded(dir.path());
     let (code, err) = fails(&store, &["add", "/no/such/file.txt"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a path that is not there is the user's error, as for sync");
     assert!(err.contains("/no/such/file.txt"), "{err}");
     assert_eq!(snapshot(&store), before);
 }
@@ -155,7 +155,7 @@ fn a_missing_path_is_named_with_its_cause_once() {
     let (store, before) = seeded(dir.path());
     let missing = dir.path().join("nope");
     let (code, err) = fails(&store, &["add", missing.to_str().unwrap()]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("nope: No such file or directory"), "{err}");
     assert_eq!(err.matches("No such file").count(), 1, "the cause once: {err}");
     assert_eq!(snapshot(&store), before);

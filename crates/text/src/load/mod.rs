@@ -71,21 +71,33 @@ pub enum Format {
 /// The extensions a directory walk reads, for messages.
 pub const KNOWN_EXTENSIONS: &str = "txt, md, rst, ipynb, jsonl, html, epub, docx, pdf";
 
+/// Every file extension a directory walk reads (lower case), with the format it is read as: the
+/// one table, which the Python package also asks when it tells a path from a text.
+pub const EXTENSIONS: &[(&str, Format)] = &[
+    ("txt", Format::Plain),
+    ("text", Format::Plain),
+    ("rst", Format::Plain),
+    ("org", Format::Plain),
+    ("tex", Format::Plain),
+    ("md", Format::Markdown),
+    ("markdown", Format::Markdown),
+    ("mdx", Format::Markdown),
+    ("ipynb", Format::Notebook),
+    ("jsonl", Format::Jsonl),
+    ("ndjson", Format::Jsonl),
+    ("html", Format::Html),
+    ("htm", Format::Html),
+    ("xhtml", Format::Html),
+    ("epub", Format::Epub),
+    ("docx", Format::Docx),
+    ("pdf", Format::Pdf),
+];
+
 impl Format {
     /// The format implied by a file extension, if it is one we read inside directories.
     pub fn from_path(path: &Path) -> Option<Format> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        Some(match ext.as_str() {
-            "txt" | "text" | "rst" | "org" | "tex" => Format::Plain,
-            "md" | "markdown" | "mdx" => Format::Markdown,
-            "ipynb" => Format::Notebook,
-            "jsonl" | "ndjson" => Format::Jsonl,
-            "html" | "htm" | "xhtml" => Format::Html,
-            "epub" => Format::Epub,
-            "docx" => Format::Docx,
-            "pdf" => Format::Pdf,
-            _ => return None,
-        })
+        EXTENSIONS.iter().find(|(e, _)| *e == ext).map(|&(_, format)| format)
     }
 }
 
