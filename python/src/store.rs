@@ -83,10 +83,7 @@ impl Store {
 
     /// The model to use: the one asked for, else the store object's, else the store's own.
     fn model_spec(&self, asked: Option<&str>, engine: &Eng) -> anyhow::Result<Option<String>> {
-        Ok(match asked.or(self.model.as_deref()) {
-            Some(m) => Some(m.to_string()),
-            None => ckeep_engine::stored_model(&engine.store().manifest()?),
-        })
+        Ok(engine.model_for(asked.or(self.model.as_deref()))?)
     }
 
     /// An idle reader, or a new one over its own connection.
@@ -119,13 +116,9 @@ impl Store {
             engine = engine.with_embedder(m);
         }
         let engine = guard.insert(engine);
-        let mut chunker = match &opts.chunker {
-            Some(c) => c.parse::<ChunkerSpec>().map_err(|e| usage(e.to_string()))?,
-            None => engine.stored_chunker()?.unwrap_or_default(),
-        };
-        if let Some(unit) = unit {
-            chunker = chunker.with_unit(unit)?;
-        }
+        let asked = opts.chunker.as_deref().map(str::parse::<ChunkerSpec>).transpose();
+        let chunker =
+            engine.chunker_for(asked.map_err(|e| usage(e.to_string()))?.as_ref(), unit)?;
         let mut ingest = engine.ingest(&chunker)?;
         for doc in docs {
             ingest.add(doc)?;

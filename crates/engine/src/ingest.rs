@@ -138,6 +138,33 @@ impl<S: StoreWrite> Engine<S> {
         let manifest = self.store.manifest()?;
         manifest.chunker.map(|c| c.parse().map_err(Error::from)).transpose()
     }
+
+    /// The chunker an ingest uses: the one asked for, else the store's, else the default;
+    /// its sizes counted in `unit` when one is given. The one rule of every front end.
+    pub fn chunker_for(
+        &self,
+        asked: Option<&ChunkerSpec>,
+        unit: Option<SizeUnit>,
+    ) -> Result<ChunkerSpec> {
+        let chunker = match asked {
+            Some(c) => c.clone(),
+            None => self.stored_chunker()?.unwrap_or_default(),
+        };
+        Ok(match unit {
+            Some(unit) => chunker.with_unit(unit)?,
+            None => chunker,
+        })
+    }
+
+    /// The embedding model spec to use: the one asked for, else the store's (see
+    /// [`crate::stored_model`]); `None` for a store built without one. The one rule of every
+    /// front end.
+    pub fn model_for(&self, asked: Option<&str>) -> Result<Option<String>> {
+        Ok(match asked {
+            Some(m) => Some(m.to_string()),
+            None => crate::stored_model(&self.store.manifest()?),
+        })
+    }
 }
 
 impl<S: StoreWrite> Ingest<'_, S> {

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::bail;
 use ckeep_engine::{AddReport, Engine, IngestReport, Skipped};
-use ckeep_store::{DynStore, StoreRead};
+use ckeep_store::DynStore;
 use ckeep_text::Loader;
 use ckeep_text::load::{Checked, Source};
 
@@ -104,13 +104,7 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     // Pass 2: chunk, index and write in batches.
     let mut engine =
         open_with_model(store, args.model().as_deref(), args.analyzer, no_cache, true)?;
-    let mut chunker = match &args.chunker {
-        Some(c) => c.clone(),
-        None => engine.stored_chunker()?.unwrap_or_default(),
-    };
-    if let Some(unit) = args.size_unit {
-        chunker = chunker.with_unit(unit)?;
-    }
+    let chunker = engine.chunker_for(args.chunker.as_ref(), args.size_unit)?;
     let bar = out.progress(docs_total, "indexing");
     let mut ingest = engine.ingest(&chunker)?;
     require(&mut ingest, args)?;
@@ -216,10 +210,7 @@ pub(crate) fn open_with_model(
     if !no_cache {
         engine = engine.with_generation_cache(ckeep_engine::default_generation_cache());
     }
-    let model = match model {
-        Some(m) => Some(m.to_string()),
-        None => super::stored_model(&engine.store().manifest()?),
-    };
+    let model = engine.model_for(model)?;
     if let Some(spec) = &model {
         engine = engine.with_embedder(super::load_model(spec, no_cache)?);
     }
@@ -252,7 +243,7 @@ fn derive_only(
 ) -> anyhow::Result<ExitCode> {
     let mut engine =
         open_with_model(store, args.model().as_deref(), args.analyzer, no_cache, false)?;
-    let chunker = engine.stored_chunker()?.unwrap_or_default();
+    let chunker = engine.chunker_for(None, None)?;
     let bar = out.progress(0, "deriving");
     let adopted = if engine.embedder().is_some() {
         Some(engine.adopt_model(&mut stage_progress(&bar))?)

@@ -45,7 +45,7 @@ pub fn run(
     let mut engine = super::open(store)?;
     let pair_model = args.pair_model.as_deref().map(PairModel::load).transpose()?;
     if pair_model.is_some()
-        && let Some(spec) = super::stored_model(&engine.store().manifest()?)
+        && let Some(spec) = engine.model_for(None)?
     {
         engine = engine.with_embedder(super::load_model(&spec, no_cache)?);
     }

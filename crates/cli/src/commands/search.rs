@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 use ckeep_engine::{SearchRequest, StrategyOverrides};
-use ckeep_store::StoreRead;
 
 use crate::flags::{
     MODEL_HELP, parse_agg, parse_expansion, parse_filter, parse_level, parse_mode, parse_repr_list,
@@ -99,10 +98,7 @@ pub fn run(
     let mut engine = super::open(store)?;
     // The model is loaded only when the query needs it.
     if strategy.mode.needs_model() {
-        let spec = match &strategy.model {
-            Some(m) => Some(m.clone()),
-            None => super::stored_model(&engine.store().manifest()?),
-        };
+        let spec = engine.model_for(strategy.model.as_deref())?;
         if let Some(spec) = spec {
             engine = engine.with_embedder(super::load_model(&spec, no_cache)?);
         }

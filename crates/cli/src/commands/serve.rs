@@ -236,7 +236,7 @@ fn watch_beside(
         let (roots, changes) = (roots.clone(), changes.clone());
         runtime
             .block_on(state.write(move |engine| {
-                let chunker = engine.stored_chunker()?.unwrap_or_default();
+                let chunker = engine.chunker_for(None, None)?;
                 let loader = ckeep_text::Loader::default();
                 Ok(engine.sync_changes(&roots, &changes, &loader, &chunker, prune)?)
             }))

@@ -81,10 +81,7 @@ pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow
         let SyncPlan { added, replaced, unchanged, gone, .. } = plan;
         SyncReport { added, replaced, unchanged, removed: gone, ..SyncReport::default() }
     } else {
-        let chunker = match &args.index.chunker {
-            Some(c) => c.clone(),
-            None => engine.stored_chunker()?.unwrap_or_default(),
-        };
+        let chunker = engine.chunker_for(args.index.chunker.as_ref(), None)?;
         let bar = out.progress(plan.added.len() as u64 + plan.replaced.len() as u64, "syncing");
         let report = engine.apply_sync(plan, &loader, &chunker, &mut stage_progress(&bar))?;
         bar.finish_and_clear();

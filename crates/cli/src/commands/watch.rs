@@ -122,10 +122,7 @@ pub fn run(
         Debounce { quiet: super::seconds("debounce", args.debounce)?, ..Debounce::default() };
     let mut engine =
         open_with_model(store, args.index.model().as_deref(), args.index.analyzer, no_cache, true)?;
-    let chunker = match &args.index.chunker {
-        Some(c) => c.clone(),
-        None => engine.stored_chunker()?.unwrap_or_default(),
-    };
+    let chunker = engine.chunker_for(args.index.chunker.as_ref(), None)?;
     let roots = watch.roots();
     let names: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
     out.note(format!("ckeep watch: first sync of {}", names.join(", ")));

@@ -177,10 +177,7 @@ pub(crate) async fn ingest(
     let (report, chunker) = state
         .workers
         .write(move |engine| {
-            let chunker = match chunker {
-                Some(c) => c,
-                None => engine.stored_chunker()?.unwrap_or_default(),
-            };
+            let chunker = engine.chunker_for(chunker.as_ref(), None)?;
             let mut ingest = engine.ingest(&chunker)?;
             for doc in docs {
                 ingest.add(doc)?;
