@@ -91,7 +91,7 @@ pub fn run(args: &ExtractArgs, out: &Output) -> anyhow::Result<ExitCode> {
     }
     bar.finish_and_clear();
     let failures: Vec<&ckeep_text::Error> = failures.iter().collect();
-    super::add::refuse_or_skip(&failures, args.load.keep_going, "extracted", out)?;
+    super::ingest::refuse_or_skip(&failures, args.load.keep_going, "extracted", out)?;
     if args.stats {
         print_stats(&stats, out)?;
     } else if out.json {

@@ -7,7 +7,7 @@ use ckeep_server::mcp::McpOptions;
 use ckeep_server::{AppState, Limits, ServerConfig};
 
 use super::seconds;
-use super::serve::{init_logging, model_for};
+use super::serving::{init_logging, model_for};
 use crate::flags::MODEL_HELP;
 use crate::output::Output;
 use clap::Args;

@@ -6,6 +6,7 @@ pub mod dedup;
 pub mod embed;
 pub mod eval;
 pub mod extract;
+mod ingest;
 #[cfg(feature = "server")]
 pub mod mcp;
 pub mod model;
@@ -13,6 +14,8 @@ pub mod pairs;
 pub mod search;
 #[cfg(feature = "server")]
 pub mod serve;
+#[cfg(feature = "server")]
+mod serving;
 pub mod show;
 pub mod similar;
 pub mod sync;
@@ -24,11 +27,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ckeep_embed::Embedder;
-use ckeep_engine::Engine;
+use ckeep_engine::{Engine, PairScorer};
 use ckeep_store::DynStore;
 
 #[cfg(any(feature = "server", feature = "watch"))]
 use crate::UsageError;
+use crate::flags::PairScoring;
 
 /// Opens an existing store (a directory or a `postgres://` URL) as an engine.
 pub fn open(store: &str) -> anyhow::Result<Engine<DynStore>> {
@@ -40,12 +44,16 @@ pub fn load_model(spec: &str, no_cache: bool) -> anyhow::Result<Arc<dyn Embedder
     Ok(ckeep_engine::load_model(spec, !no_cache)?)
 }
 
-pub use ckeep_engine::stored_model;
-
 /// `s` seconds as a duration, for the option `--NAME`: a usage error unless positive.
 #[cfg(any(feature = "server", feature = "watch"))]
 pub fn seconds(name: &str, s: f64) -> anyhow::Result<Duration> {
     Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
         anyhow::Error::new(UsageError(format!("--{name} must be a positive number of seconds")))
     })
+}
+
+/// A scorer for `scoring`'s model, chunker and k.
+pub fn scorer(scoring: &PairScoring, no_cache: bool) -> anyhow::Result<PairScorer> {
+    let model = load_model(&scoring.precision.apply(&scoring.model), no_cache)?;
+    Ok(PairScorer::new(model, scoring.chunker.clone(), scoring.top_k)?)
 }

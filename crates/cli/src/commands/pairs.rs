@@ -125,7 +125,7 @@ pub fn run(args: &PairsArgs, no_cache: bool, out: &Output) -> anyhow::Result<Exi
         seed: args.seed,
     };
     let (report, calibration) = selection.apply(load(&args.file, args, out)?, calibration)?;
-    let scorer = super::similar::scorer(&args.scoring, no_cache)?;
+    let scorer = super::scorer(&args.scoring, no_cache)?;
     let bar = out.progress(0, "embedding");
     let mut progress = |done: u64, total: u64| {
         bar.set_length(total);

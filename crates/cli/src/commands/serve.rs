@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use ckeep_server::{AppState, Limits, ServerConfig};
-use ckeep_store::StoreRead;
 
+use super::serving::{init_logging, model_for};
 use crate::UsageError;
 use crate::flags::MODEL_HELP;
 use crate::output::Output;
@@ -91,34 +91,6 @@ pub struct ServeArgs {
     /// from `CKEEP_LOG` (e.g. `warn`, `info`, `ckeep::http=off`) [default: info].
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
-}
-
-/// Structured logs on stderr, filtered by `CKEEP_LOG` (`info` when unset; `warn` with `--quiet`).
-pub fn init_logging(format: &str, quiet: bool) -> anyhow::Result<()> {
-    use tracing_subscriber::EnvFilter;
-    let filter = match std::env::var("CKEEP_LOG") {
-        Ok(spec) => EnvFilter::try_new(&spec).map_err(|e| {
-            anyhow::Error::new(UsageError(format!("CKEEP_LOG=`{spec}` is not a log filter: {e}")))
-        })?,
-        Err(_) => EnvFilter::new(if quiet { "warn" } else { "info" }),
-    };
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    // Fails only if a subscriber is already set (a second serve in one process): keep that one.
-    let _ = if format == "json" { logs.json().try_init() } else { logs.try_init() };
-    Ok(())
-}
-
-/// The model a server over `store` answers with: the flag's, else the one the store was built
-/// with (none for a new store).
-pub fn model_for(store: &str, flag: Option<&str>) -> anyhow::Result<Option<String>> {
-    Ok(match flag {
-        Some(m) => Some(m.to_string()),
-        None => match ckeep_store::open(store) {
-            Ok(s) => super::stored_model(&s.manifest()?),
-            Err(ckeep_store::Error::NotFound { .. }) => None,
-            Err(e) => return Err(e.into()),
-        },
-    })
 }
 
 pub fn run(

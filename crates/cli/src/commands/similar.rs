@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use ckeep_engine::{PairModel, PairScorer, pair_features};
+use ckeep_engine::{PairModel, pair_features};
 
 use crate::flags::PairScoring;
 use crate::output::{Output, outln, snippet};
@@ -38,12 +38,6 @@ pub struct SimilarArgs {
     pub pair_model: Option<PathBuf>,
 }
 
-/// A scorer for `scoring`'s model, chunker and k.
-pub fn scorer(scoring: &PairScoring, no_cache: bool) -> anyhow::Result<PairScorer> {
-    let model = super::load_model(&scoring.precision.apply(&scoring.model), no_cache)?;
-    Ok(PairScorer::new(model, scoring.chunker.clone(), scoring.top_k)?)
-}
-
 /// A file's text under the loader's UTF-8 policy (BOM dropped, UTF-16 converted, binary and
 /// invalid UTF-8 refused unless `lossy`).
 fn read(path: &str, lossy: bool, out: &Output) -> anyhow::Result<String> {
@@ -75,7 +69,7 @@ pub fn run(args: &SimilarArgs, no_cache: bool, out: &Output) -> anyhow::Result<E
             anyhow::bail!(crate::UsageError(format!("{name} is empty")));
         }
     }
-    let scorer = scorer(&args.scoring, no_cache)?;
+    let scorer = super::scorer(&args.scoring, no_cache)?;
     let pair_model = args.pair_model.as_deref().map(PairModel::load).transpose()?;
     if let Some(m) = &pair_model {
         m.check(&scorer)?;

@@ -8,7 +8,9 @@ use ckeep_engine::{Engine, SyncPlan, SyncReport};
 use ckeep_store::DynStore;
 use serde::Serialize;
 
-use super::add::{check_inputs, open_with_model, skipped, stage_progress};
+use super::ingest::{
+    check_inputs, open_with_model, print_ids, skipped, stage_progress, warn_unspaced,
+};
 use crate::UsageError;
 use crate::flags::{IndexFlags, LoadFlags};
 use crate::output::{Output, human_bytes, outln};
@@ -85,7 +87,7 @@ pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow
         let bar = out.progress(plan.added.len() as u64 + plan.replaced.len() as u64, "syncing");
         let report = engine.apply_sync(plan, &loader, &chunker, &mut stage_progress(&bar))?;
         bar.finish_and_clear();
-        super::add::warn_unspaced(&report.ingest, out);
+        warn_unspaced(&report.ingest, out);
         report
     };
     let seconds = started.elapsed().as_secs_f64();
@@ -152,17 +154,6 @@ fn print_plain(
         outln!(
             "{gone_kept} stored document(s) whose file is gone were kept (--prune removes them)"
         );
-    }
-    Ok(())
-}
-
-/// One line per document a sync added, replaced and removed, each under its verb.
-pub(crate) fn print_ids(report: &SyncReport, verbs: [&str; 3]) -> anyhow::Result<()> {
-    let lists = [&report.added, &report.replaced, &report.removed];
-    for (verb, ids) in verbs.iter().zip(lists) {
-        for id in ids {
-            outln!("{verb}: {id}");
-        }
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use anyhow::bail;
 use ckeep_engine::{Changes, ChangesReport, Debounce, FolderWatch};
 use serde::Serialize;
 
-use super::add::open_with_model;
+use super::ingest::{open_with_model, print_ids};
 use crate::UsageError;
 use crate::flags::IndexFlags;
 use crate::output::{Output, outln};
@@ -180,7 +180,7 @@ fn print_batch(
         outln!("{}", serde_json::to_string(&line)?);
         return Ok(());
     }
-    super::sync::print_ids(s, ["added", "replaced", "removed"])?;
+    print_ids(s, ["added", "replaced", "removed"])?;
     outln!(
         "{}: {} added, {} replaced, {} unchanged, {} removed in {seconds:.2} s",
         if batch == 0 { "first sync".to_string() } else { format!("batch {batch}") },
