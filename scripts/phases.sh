@@ -2,12 +2,19 @@
 # it took in $CKEEP_PHASES (a file; nothing is recorded without it), so a CI run ends with the
 # time of each phase and the slow ones are found by measurement, not by guess.
 phase() {
-  local name=$1 start=$SECONDS
+  local name=$1 start=$SECONDS status=0
   shift
-  "$@"
+  # A subshell with errexit, not `"$@" || …`: in that form bash ignores `set -e` inside a
+  # function run as the command, so a failing step would not stop it.
+  set +e
+  (set -e; "$@")
+  status=$?
+  set -e
   if [ -n "${CKEEP_PHASES:-}" ]; then
-    printf '%-34s %6d s\n' "$name" $((SECONDS - start)) >> "$CKEEP_PHASES"
+    printf '%-34s %6d s%s\n' "$name" $((SECONDS - start)) \
+      "$([ $status = 0 ] || echo "  (failed: exit $status)")" >> "$CKEEP_PHASES"
   fi
+  return $status
 }
 
 # Prints the phases recorded so far, and the total since the file was made.

@@ -48,8 +48,8 @@ impl IngestReport {
             format!(
                 "{n} document{} mostly Chinese, Japanese or Korean, but the store's analyzer is \
                  `standard`, which keeps each unspaced run of characters as one term: words \
-                 inside them cannot be searched. A new store made with analyzer `cjk` (or \
-                 `jieba`, for Chinese) indexes them word by word",
+                 inside them cannot be searched. A new store made with --analyzer cjk (or \
+                 jieba, for Chinese; analyzer=\"cjk\" in Python) indexes them word by word",
                 if n == 1 { " is" } else { "s are" }
             )
         })
