@@ -99,12 +99,21 @@ impl<S: StoreRead> Engine<S> {
     /// Runs a search: ranked in one [`Searcher`], then reranked (if the strategy says so) once
     /// its snapshot is let go.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
-        let started = std::time::Instant::now();
-        let ranked = self.searcher()?.search_ranked(&crate::rerank::first_stage(req))?;
-        let mut response = crate::rerank::reranked(req, ranked)?;
-        response.timing.total = started.elapsed();
-        Ok(response)
+        staged(req, |first| self.searcher()?.search_ranked(first))
     }
+}
+
+/// A search in its two stages: `ranked` answers the first stage's request, then the rerank
+/// stage (if the strategy has one) reorders it; timed as a whole.
+fn staged(
+    req: &SearchRequest,
+    ranked: impl FnOnce(&SearchRequest) -> Result<SearchResponse>,
+) -> Result<SearchResponse> {
+    let started = std::time::Instant::now();
+    let first = ranked(&crate::rerank::first_stage(req))?;
+    let mut response = crate::rerank::reranked(req, first)?;
+    response.timing.total = started.elapsed();
+    Ok(response)
 }
 
 impl<S: StoreRead> Searcher<'_, S> {
@@ -116,11 +125,7 @@ impl<S: StoreRead> Searcher<'_, S> {
     /// Runs a search in this snapshot, rerank stage included (the snapshot is held during the
     /// reranker's call; [`Engine::search`] lets it go first).
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
-        let started = std::time::Instant::now();
-        let ranked = self.search_ranked(&crate::rerank::first_stage(req))?;
-        let mut response = crate::rerank::reranked(req, ranked)?;
-        response.timing.total = started.elapsed();
-        Ok(response)
+        staged(req, |first| self.search_ranked(first))
     }
 
     /// The request's strategy, validated, after the checks every query passes.
