@@ -1,6 +1,6 @@
-//! The engine across the store seam: a store that says it searches vectors but then declines a
-//! search (`nearest` answers `None`) still gets dense results, from the engine's own scan; and a
-//! search reads the store's manifest once, whatever its strategy.
+//! The engine across the store seam: a store with a vector search of its own gets dense search
+//! from it, scored by the engine (what PostgreSQL does, here over `SQLite`); and a search reads
+//! the store's manifest once, whatever its strategy.
 //! Fast tier: `SQLite` in memory and the deterministic test embedder.
 
 use std::sync::Arc;
@@ -11,38 +11,74 @@ use ckeep_engine::{Engine, Mode, SearchRequest, Strategy};
 use ckeep_store::{
     CheckReport, DerivedWrite, DocumentWrite, Lacking, Manifest, MetadataFilter, Result,
     SqliteStore, StoreRead, StoreStats, StoreWrite, StoredChunk, StoredDocument, VectorMatrix,
+    VectorSearch,
 };
 
-/// `SQLite`, counting its manifest reads, and (`declines`) claiming a vector search of its own
-/// that then answers nothing.
+/// `SQLite`, counting its manifest reads and its own vector searches, and (`searches`) offering
+/// a vector search of its own: an exact scan of the stored vectors, as a database would run it.
 #[derive(Debug)]
-struct Seam(SqliteStore, AtomicUsize, bool);
+struct Seam {
+    inner: SqliteStore,
+    manifest_reads: AtomicUsize,
+    searched: AtomicUsize,
+    searches: bool,
+}
 
 impl Seam {
-    fn new(declines: bool) -> Self {
-        Self(SqliteStore::in_memory().unwrap(), AtomicUsize::new(0), declines)
+    fn new(searches: bool) -> Self {
+        Self {
+            inner: SqliteStore::in_memory().unwrap(),
+            manifest_reads: AtomicUsize::new(0),
+            searched: AtomicUsize::new(0),
+            searches,
+        }
+    }
+}
+
+impl VectorSearch for Seam {
+    fn nearest(
+        &self,
+        repr: &str,
+        query: &[f32],
+        k: usize,
+        _exact: bool,
+        docs: Option<&[DocKey]>,
+    ) -> Result<VectorMatrix> {
+        self.searched.fetch_add(1, Ordering::SeqCst);
+        let all = self.inner.vectors(repr)?;
+        let mut rows: Vec<usize> =
+            (0..all.len()).filter(|&i| docs.is_none_or(|d| d.contains(&all.docs[i]))).collect();
+        let score = |i: usize| -> f32 { all.row(i).iter().zip(query).map(|(a, b)| a * b).sum() };
+        rows.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+        rows.truncate(k);
+        Ok(VectorMatrix {
+            ids: rows.iter().map(|&i| all.ids[i]).collect(),
+            docs: rows.iter().map(|&i| all.docs[i]).collect(),
+            dim: all.dim,
+            data: rows.iter().flat_map(|&i| all.row(i).to_vec()).collect(),
+        })
     }
 }
 
 impl StoreRead for Seam {
     fn location(&self) -> String {
-        self.0.location()
+        self.inner.location()
     }
     fn manifest(&self) -> Result<Manifest> {
-        self.1.fetch_add(1, Ordering::SeqCst);
-        self.0.manifest()
+        self.manifest_reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.manifest()
     }
     fn document(&self, id: &str) -> Result<Option<StoredDocument>> {
-        self.0.document(id)
+        self.inner.document(id)
     }
     fn document_hash(&self, id: &str) -> Result<Option<String>> {
-        self.0.document_hash(id)
+        self.inner.document_hash(id)
     }
     fn document_ids(&self) -> Result<Vec<String>> {
-        self.0.document_ids()
+        self.inner.document_ids()
     }
     fn document_sources(&self) -> Result<Vec<(String, String)>> {
-        self.0.document_sources()
+        self.inner.document_sources()
     }
     fn document_ids_page(
         &self,
@@ -50,37 +86,34 @@ impl StoreRead for Seam {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<String>> {
-        self.0.document_ids_page(after, offset, limit)
+        self.inner.document_ids_page(after, offset, limit)
     }
     fn document_count(&self) -> Result<usize> {
-        self.0.document_count()
+        self.inner.document_count()
     }
     fn chunks_of(&self, id: &str) -> Result<Vec<StoredChunk>> {
-        self.0.chunks_of(id)
+        self.inner.chunks_of(id)
     }
     fn chunks_by_id(&self, ids: &[ChunkId]) -> Result<Vec<StoredChunk>> {
-        self.0.chunks_by_id(ids)
+        self.inner.chunks_by_id(ids)
     }
     fn live_chunks(&self, ids: &[ChunkId]) -> Result<Vec<ChunkId>> {
-        self.0.live_chunks(ids)
+        self.inner.live_chunks(ids)
     }
     fn doc_ids_by_key(&self, keys: &[DocKey]) -> Result<Vec<String>> {
-        self.0.doc_ids_by_key(keys)
+        self.inner.doc_ids_by_key(keys)
     }
     fn source_maps(&self, keys: &[DocKey]) -> Result<Vec<Option<ckeep_core::SourceMap>>> {
-        self.0.source_maps(keys)
-    }
-    fn span_text(&self, key: DocKey, span: Span) -> Result<String> {
-        self.0.span_text(key, span)
+        self.inner.source_maps(keys)
     }
     fn span_texts(&self, spans: &[(DocKey, Span)]) -> Result<Vec<String>> {
-        self.0.span_texts(spans)
+        self.inner.span_texts(spans)
     }
     fn postings(&self, field: &str, terms: &[String]) -> Result<(LexicalStats, Vec<Vec<Posting>>)> {
-        self.0.postings(field, terms)
+        self.inner.postings(field, terms)
     }
     fn vectors(&self, repr: &str) -> Result<VectorMatrix> {
-        self.0.vectors(repr)
+        self.inner.vectors(repr)
     }
     fn each_vector(
         &self,
@@ -88,68 +121,55 @@ impl StoreRead for Seam {
         only: Option<&[ChunkId]>,
         each: &mut dyn FnMut(ChunkId, DocKey, &[f32]),
     ) -> Result<()> {
-        self.0.each_vector(repr, only, each)
+        self.inner.each_vector(repr, only, each)
     }
     fn summaries(&self, id: &str) -> Result<Vec<(String, String)>> {
-        self.0.summaries(id)
+        self.inner.summaries(id)
     }
     fn stats(&self) -> Result<StoreStats> {
-        self.0.stats()
+        self.inner.stats()
     }
     fn check(&self) -> Result<CheckReport> {
-        self.0.check()
+        self.inner.check()
     }
     fn documents_lacking(&self, what: Lacking<'_>) -> Result<Vec<String>> {
-        self.0.documents_lacking(what)
+        self.inner.documents_lacking(what)
     }
     fn aux(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        self.0.aux(name)
+        self.inner.aux(name)
     }
     fn doc_keys_where(&self, filter: &MetadataFilter) -> Result<Vec<DocKey>> {
-        self.0.doc_keys_where(filter)
+        self.inner.doc_keys_where(filter)
     }
     fn generation(&self) -> Result<u64> {
-        self.0.generation()
+        self.inner.generation()
     }
     fn vector_changes(&self, repr: &str, since: u64) -> Result<Option<Vec<ChunkId>>> {
-        self.0.vector_changes(repr, since)
+        self.inner.vector_changes(repr, since)
     }
     fn begin_read(&self) -> Result<bool> {
-        self.0.begin_read()
+        self.inner.begin_read()
     }
     fn end_read(&self) -> Result<()> {
-        self.0.end_read()
+        self.inner.end_read()
     }
-    fn searches_vectors(&self) -> bool {
-        self.2 || self.0.searches_vectors()
-    }
-    fn nearest(
-        &self,
-        repr: &str,
-        query: &[f32],
-        k: usize,
-        exact: bool,
-        docs: Option<&[DocKey]>,
-    ) -> Result<Option<VectorMatrix>> {
-        if self.2 {
-            return Ok(None);
-        }
-        self.0.nearest(repr, query, k, exact, docs)
+    fn vector_search(&self) -> Option<&dyn VectorSearch> {
+        self.searches.then_some(self as &dyn VectorSearch)
     }
 }
 
 impl StoreWrite for Seam {
     fn set_manifest(&mut self, manifest: &Manifest) -> Result<()> {
-        self.0.set_manifest(manifest)
+        self.inner.set_manifest(manifest)
     }
     fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
-        self.0.set_aux(name, data)
+        self.inner.set_aux(name, data)
     }
     fn write_changes(&mut self, docs: Vec<DocumentWrite>, removed: &[String]) -> Result<usize> {
-        self.0.write_changes(docs, removed)
+        self.inner.write_changes(docs, removed)
     }
     fn write_derived(&mut self, batch: Vec<DerivedWrite>) -> Result<usize> {
-        self.0.write_derived(batch)
+        self.inner.write_derived(batch)
     }
 }
 
@@ -170,7 +190,7 @@ fn engine_over(store: Seam) -> Engine<Seam> {
 }
 
 #[test]
-fn a_store_that_declines_a_vector_search_still_gets_dense_results() {
+fn a_store_with_its_own_vector_search_answers_dense_searches() {
     let engine = engine_over(Seam::new(true));
     let search = |query: &str| {
         let strategy = Strategy { mode: Mode::Dense, k: 3, ..Strategy::default() };
@@ -180,6 +200,7 @@ fn a_store_that_declines_a_vector_search_still_gets_dense_results() {
     };
     assert_eq!(search("water of rivers").first().map(String::as_str), Some("rivers"));
     assert_eq!(search("山上的河流").first().map(String::as_str), Some("河流"));
+    assert_eq!(engine.store().searched.load(Ordering::SeqCst), 2, "the store's search ran");
 }
 
 #[test]
@@ -201,10 +222,14 @@ fn a_search_reads_the_manifest_once() {
                 explain,
                 filter: None,
             };
-            let before = engine.store().1.load(Ordering::SeqCst);
+            let before = engine.store().manifest_reads.load(Ordering::SeqCst);
             let res = engine.search(&req).unwrap();
             assert!(!res.results.is_empty(), "{spec}: {query}");
-            assert_eq!(engine.store().1.load(Ordering::SeqCst) - before, 1, "{spec}: {query}");
+            assert_eq!(
+                engine.store().manifest_reads.load(Ordering::SeqCst) - before,
+                1,
+                "{spec}: {query}"
+            );
         }
     }
 }

@@ -158,18 +158,8 @@ impl<T: StoreRead + ?Sized> StoreRead for Box<T> {
     fn end_read(&self) -> Result<()> {
         (**self).end_read()
     }
-    fn searches_vectors(&self) -> bool {
-        (**self).searches_vectors()
-    }
-    fn nearest(
-        &self,
-        repr: &str,
-        query: &[f32],
-        k: usize,
-        exact: bool,
-        docs: Option<&[DocKey]>,
-    ) -> Result<Option<VectorMatrix>> {
-        (**self).nearest(repr, query, k, exact, docs)
+    fn vector_search(&self) -> Option<&dyn crate::VectorSearch> {
+        (**self).vector_search()
     }
 }
 

@@ -19,9 +19,8 @@
 //!     document still lacks is listed;
 //! 11. metadata filters select documents by equality and array membership, and the
 //!     generation grows with every kind of write;
-//! 12. a store's own vector search agrees with [`crate::StoreRead::searches_vectors`]: it
-//!     finds the nearest chunks (of the allowed documents) with their stored vectors, or says
-//!     `None` so the caller searches;
+//! 12. a store's own vector search ([`crate::StoreRead::vector_search`]), when it has one,
+//!     finds the nearest chunks (of the allowed documents) with their stored vectors;
 //! 13. `check` passes on every store the other tests leave behind.
 //!
 //! Run it on a store behind [`crate::DynStore`] as well, so every forwarded method is covered.
@@ -458,12 +457,10 @@ pub fn nearest(store: &mut dyn StoreWrite) {
     store.write_batch(docs).unwrap();
     let a = 0.72_f32;
     let query = [a.cos(), a.sin()];
-    let found = store.nearest("plain", &query, 2, true, None).unwrap();
-    if !store.searches_vectors() {
-        assert!(found.is_none(), "a store that does not search vectors says so");
+    let Some(search) = store.vector_search() else {
         return;
-    }
-    let m = found.expect("a store that searches vectors answers");
+    };
+    let m = search.nearest("plain", &query, 2, true, None).unwrap();
     assert_eq!(store.doc_ids_by_key(&m.docs).unwrap(), ["n07", "n08"]);
     assert_eq!(m.dim, 2);
     let stored = store.vectors("plain").unwrap();
@@ -471,9 +468,9 @@ pub fn nearest(store: &mut dyn StoreWrite) {
     assert_eq!(m.row(0), stored.row(row), "vectors come back as stored");
     let key = |id: &str| store.document(id).unwrap().unwrap().key;
     let within = [key("n15"), key("n03")];
-    let m = store.nearest("plain", &query, 5, true, Some(&within)).unwrap().unwrap();
+    let m = search.nearest("plain", &query, 5, true, Some(&within)).unwrap();
     let ids = store.doc_ids_by_key(&m.docs).unwrap();
     assert_eq!(ids.len(), 4, "both leaves of the two allowed documents: {ids:?}");
     assert!(ids.iter().all(|id| id == "n03" || id == "n15"), "{ids:?}");
-    assert!(store.nearest("missing", &query, 3, true, None).unwrap().unwrap().is_empty());
+    assert!(search.nearest("missing", &query, 3, true, None).unwrap().is_empty());
 }

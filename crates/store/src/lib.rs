@@ -210,7 +210,9 @@ pub trait StoreRead {
         keys: &[ckeep_core::DocKey],
     ) -> Result<Vec<Option<ckeep_core::SourceMap>>>;
     /// The text of `span` in document `key`.
-    fn span_text(&self, key: ckeep_core::DocKey, span: ckeep_core::Span) -> Result<String>;
+    fn span_text(&self, key: ckeep_core::DocKey, span: ckeep_core::Span) -> Result<String> {
+        Ok(self.span_texts(&[(key, span)])?.pop().unwrap_or_default())
+    }
     /// The texts of several spans, in the order asked (one round trip where that matters).
     fn span_texts(&self, spans: &[(ckeep_core::DocKey, ckeep_core::Span)]) -> Result<Vec<String>>;
     /// Statistics of a lexical field and the posting list of each term (sorted by chunk id).
@@ -258,14 +260,20 @@ pub trait StoreRead {
     fn begin_read(&self) -> Result<bool>;
     /// Ends the snapshot [`StoreRead::begin_read`] started.
     fn end_read(&self) -> Result<()>;
-    /// Whether [`StoreRead::nearest`] searches vectors in the store (so callers need not load
-    /// them or build a graph of their own).
-    fn searches_vectors(&self) -> bool;
+    /// The store's own vector search, when it has one (PostgreSQL with pgvector): callers
+    /// then need not load the vectors or build a graph of their own. `None` (the default): the
+    /// caller loads the vectors and searches them itself.
+    fn vector_search(&self) -> Option<&dyn VectorSearch> {
+        None
+    }
+}
+
+/// A store's own vector search (see [`StoreRead::vector_search`]).
+pub trait VectorSearch {
     /// The `k` chunks nearest to the normalised `query` under stored representation `repr`,
     /// found by the store's own vector index (or, when `exact`, by a full scan inside the
     /// database), only of `docs` when given; with their vectors, so the caller scores them
-    /// exactly as it scores its own scan. `None` when the store has no vector search of its
-    /// own: the caller then loads the vectors and searches them itself.
+    /// exactly as it scores its own scan.
     fn nearest(
         &self,
         repr: &str,
@@ -273,7 +281,7 @@ pub trait StoreRead {
         k: usize,
         exact: bool,
         docs: Option<&[ckeep_core::DocKey]>,
-    ) -> Result<Option<VectorMatrix>>;
+    ) -> Result<VectorMatrix>;
 }
 
 /// A read snapshot held for as long as the guard lives (see [`StoreRead::begin_read`]): a

@@ -66,7 +66,7 @@ impl<S: StoreRead> Engine<S> {
     fn update_vector_index(&self, compact_at: f64) -> Result<Vec<VectorIndexBuild>> {
         let manifest = self.store.manifest()?;
         let mut builds = Vec::new();
-        if self.store.searches_vectors() {
+        if self.store.vector_search().is_some() {
             return Ok(builds);
         }
         for name in manifest.chunk_representations() {

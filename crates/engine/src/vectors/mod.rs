@@ -24,7 +24,7 @@ use std::collections::HashSet;
 
 use ckeep_core::{ChunkHit, DocKey};
 use ckeep_index::{Quantization, dot_all, top_k};
-use ckeep_store::{StoreRead, VectorMatrix};
+use ckeep_store::{StoreRead, VectorMatrix, VectorSearch};
 
 pub(crate) use dense::check_model;
 pub use maintain::VectorIndexBuild;
@@ -76,7 +76,7 @@ impl VectorParams {
 }
 
 /// Where a dense search finds its candidates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub(crate) enum Backend<'a> {
     /// Every loaded vector scored (asked for, filtered, or a collection too small for a graph).
     Exact,
@@ -85,19 +85,18 @@ pub(crate) enum Backend<'a> {
     /// The compact codes of a quantised stored representation, scanned or walking the graph,
     /// candidates rescored with their float32 vectors.
     Codes(&'a str, Quantization),
-    /// The store's own vector search (PostgreSQL + pgvector), its rows scored here; a store
-    /// that declines falls back to the loaded vectors.
-    Store(&'a str),
+    /// The store's own vector search (PostgreSQL + pgvector), its rows scored here.
+    Store(&'a str, &'a dyn VectorSearch),
 }
 
 impl<'a> Backend<'a> {
     /// The backend for a search of `repr` with `params` (`filtered`: only some documents'
-    /// chunks may be returned), on a store that does or does not search its own vectors.
+    /// chunks may be returned), on a store with or without a vector search of its own.
     pub fn choose(
         repr: &'a Resolved,
         params: VectorParams,
         filtered: bool,
-        store_searches: bool,
+        store_search: Option<&'a dyn VectorSearch>,
     ) -> Self {
         let exact = params.exact || filtered;
         if let Source::Stored(name) = &repr.source {
@@ -107,8 +106,8 @@ impl<'a> Backend<'a> {
             if kind != Quantization::None && !params.exact {
                 return Self::Codes(name, kind);
             }
-            if store_searches {
-                return Self::Store(name);
+            if let Some(search) = store_search {
+                return Self::Store(name, search);
             }
         }
         if exact { Self::Exact } else { Self::Graph }
@@ -149,18 +148,13 @@ impl<S: StoreRead> Engine<S> {
         params: VectorParams,
         allowed: Option<&HashSet<DocKey>>,
     ) -> Result<Vec<ChunkHit>> {
-        let backend =
-            Backend::choose(repr, params, allowed.is_some(), self.store.searches_vectors());
+        let backend = Backend::choose(repr, params, allowed.is_some(), self.store.vector_search());
         match backend {
             Backend::Codes(name, kind) => {
                 self.quantized_hits(q, name, kind, candidates, params.rescoring, allowed)
             }
-            Backend::Store(name) => {
-                if let Some(hits) = self.store_hits(q, name, candidates, params, allowed)? {
-                    return Ok(hits);
-                }
-                let fallback = Backend::choose(repr, params, allowed.is_some(), false);
-                self.loaded_hits(q, repr, candidates, fallback, allowed)
+            Backend::Store(name, search) => {
+                store_hits(search, q, name, candidates, params, allowed)
             }
             Backend::Exact | Backend::Graph => {
                 self.loaded_hits(q, repr, candidates, backend, allowed)
@@ -184,7 +178,7 @@ impl<S: StoreRead> Engine<S> {
             return Ok(Vec::new());
         }
         same_dimension(index.dim(), q)?;
-        let graph = (backend == Backend::Graph && index.base.len() >= ANN_MIN_VECTORS)
+        let graph = (matches!(backend, Backend::Graph) && index.base.len() >= ANN_MIN_VECTORS)
             .then(|| self.graph(&repr.key, &index.base, index.base_generation))
             .flatten();
         let mut hits = index.search(q, graph.as_deref(), candidates, ANN_EF);
@@ -193,35 +187,32 @@ impl<S: StoreRead> Engine<S> {
         }
         if stale { self.live_hits(hits, candidates) } else { Ok(hits) }
     }
+}
 
-    /// Chunks found by the store's own vector search (PostgreSQL + pgvector), scored here
-    /// exactly as [`Engine::loaded_hits`] scores its own scan: the store ranks, the engine
-    /// scores. A few more than `candidates` are asked for, so a near tie at the cut, ordered
-    /// differently by the database's arithmetic, cannot change which chunks are kept. `None` when
-    /// the store declined to search after all: the caller then scans as for any other store.
-    fn store_hits(
-        &self,
-        q: &[f32],
-        repr: &str,
-        candidates: usize,
-        params: VectorParams,
-        allowed: Option<&HashSet<DocKey>>,
-    ) -> Result<Option<Vec<ChunkHit>>> {
-        let docs: Option<Vec<DocKey>> = allowed.map(|a| {
-            let mut keys: Vec<DocKey> = a.iter().copied().collect();
-            keys.sort_unstable();
-            keys
-        });
-        let asked = candidates + NEAREST_MARGIN;
-        let exact = params.exact || allowed.is_some();
-        let Some(mut m) = self.store.nearest(repr, q, asked, exact, docs.as_deref())? else {
-            return Ok(None);
-        };
-        if m.is_empty() {
-            return Ok(Some(Vec::new()));
-        }
-        same_dimension(m.dim, q)?;
-        m.data.chunks_mut(m.dim).for_each(ckeep_embed::normalize);
-        Ok(Some(top_k(scan(&m, q), candidates)))
+/// Chunks found by the store's own vector search (PostgreSQL + pgvector), scored here
+/// exactly as `Engine::loaded_hits` scores its own scan: the store ranks, the engine
+/// scores. A few more than `candidates` are asked for, so a near tie at the cut, ordered
+/// differently by the database's arithmetic, cannot change which chunks are kept.
+fn store_hits(
+    search: &dyn VectorSearch,
+    q: &[f32],
+    repr: &str,
+    candidates: usize,
+    params: VectorParams,
+    allowed: Option<&HashSet<DocKey>>,
+) -> Result<Vec<ChunkHit>> {
+    let docs: Option<Vec<DocKey>> = allowed.map(|a| {
+        let mut keys: Vec<DocKey> = a.iter().copied().collect();
+        keys.sort_unstable();
+        keys
+    });
+    let asked = candidates + NEAREST_MARGIN;
+    let exact = params.exact || allowed.is_some();
+    let mut m = search.nearest(repr, q, asked, exact, docs.as_deref())?;
+    if m.is_empty() {
+        return Ok(Vec::new());
     }
+    same_dimension(m.dim, q)?;
+    m.data.chunks_mut(m.dim).for_each(ckeep_embed::normalize);
+    Ok(top_k(scan(&m, q), candidates))
 }

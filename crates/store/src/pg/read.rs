@@ -12,7 +12,7 @@ use super::PgStore;
 use super::write::literal;
 use crate::{
     CheckReport, Error, Lacking, LexicalFieldStats, Manifest, MetadataFilter, RepresentationStats,
-    Result, StoreRead, StoreStats, StoredChunk, StoredDocument, VectorMatrix,
+    Result, StoreRead, StoreStats, StoredChunk, StoredDocument, VectorMatrix, VectorSearch,
 };
 
 /// Beam width of HNSW searches (pgvector's `hnsw.ef_search`), at least the number of results
@@ -234,15 +234,6 @@ impl StoreRead for PgStore {
                 Ok(json.as_deref().and_then(SourceMap::from_json))
             })
             .collect()
-    }
-
-    fn span_text(&self, key: DocKey, span: Span) -> Result<String> {
-        let row = self.query_opt(
-            "SELECT substring(text FROM $2::bigint::int FOR $3::bigint::int) FROM ckeep.documents WHERE key = $1",
-            &[&key.0, &(span.start as i64 + 1), &(span.len() as i64)],
-        )?;
-        let bytes: Vec<u8> = row.ok_or(Error::UnknownKey(key.0))?.get(0);
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     fn span_texts(&self, spans: &[(DocKey, Span)]) -> Result<Vec<String>> {
@@ -467,10 +458,12 @@ impl StoreRead for PgStore {
         Ok(())
     }
 
-    fn searches_vectors(&self) -> bool {
-        true
+    fn vector_search(&self) -> Option<&dyn VectorSearch> {
+        Some(self)
     }
+}
 
+impl VectorSearch for PgStore {
     fn nearest(
         &self,
         repr: &str,
@@ -478,7 +471,7 @@ impl StoreRead for PgStore {
         k: usize,
         exact: bool,
         docs: Option<&[DocKey]>,
-    ) -> Result<Option<VectorMatrix>> {
+    ) -> Result<VectorMatrix> {
         let q = pgvector::Vector::from(query.to_vec());
         let limit = k as i64;
         let docs: Option<Vec<i64>> = docs.map(|d| d.iter().map(|k| k.0).collect());
@@ -516,6 +509,6 @@ impl StoreRead for PgStore {
         })();
         // A failed transaction (a snapshot ended by an error) rolls session settings back too.
         let rows = rows.inspect_err(|_| self.ef_search.set(0))?;
-        matrix(&rows, repr).map(Some)
+        matrix(&rows, repr)
     }
 }

@@ -408,20 +408,4 @@ impl StoreRead for SqliteStore {
         self.conn.execute_batch("COMMIT")?;
         Ok(())
     }
-
-    /// No vector index inside `SQLite`: the engine loads the vectors and searches them itself.
-    fn searches_vectors(&self) -> bool {
-        false
-    }
-
-    fn nearest(
-        &self,
-        _repr: &str,
-        _query: &[f32],
-        _k: usize,
-        _exact: bool,
-        _docs: Option<&[DocKey]>,
-    ) -> Result<Option<VectorMatrix>> {
-        Ok(None)
-    }
 }
