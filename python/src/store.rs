@@ -9,8 +9,8 @@ use anyhow::{Context, anyhow, bail};
 use ckeep_core::Document;
 use ckeep_embed::Embedder;
 use ckeep_engine::{
-    AnalyzerChoice, DedupOptions, Engine, MetadataFilter, ModelSet, PairModel, SearchRequest,
-    Strategy, StrategyOverrides,
+    AnalyzerChoice, DedupOptions, Engine, Lease, MetadataFilter, ModelSet, PairModel, ReaderPool,
+    SearchRequest, StrategyFields,
 };
 use ckeep_store::{DynStore, StoreRead, StoreWrite};
 use ckeep_text::{ChunkerSpec, LoadOptions, Loader};
@@ -32,8 +32,8 @@ pub struct Store {
     /// Writes go through this engine; readers share its loaded vectors. `None` until the
     /// store exists (it is created by the first add).
     writer: Mutex<Option<Eng>>,
-    /// Idle readers, each with its own connection.
-    readers: Mutex<Vec<Eng>>,
+    /// Idle readers, each with its own connection; grows to the most threads searching at once.
+    readers: ReaderPool<DynStore>,
     /// Loaded models, shared by the writer and every reader.
     models: ModelSet,
 }
@@ -86,13 +86,12 @@ impl Store {
         Ok(engine.model_for(asked.or(self.model.as_deref()))?)
     }
 
-    /// An idle reader, or a new one over its own connection.
-    fn take_reader(&self) -> anyhow::Result<Eng> {
-        if let Some(r) = lock(&self.readers).pop() {
-            return Ok(r);
-        }
-        let store = ckeep_store::open(&self.location)?;
-        self.read(|writer| Ok(writer.reader(store)))
+    /// An idle reader, or a new one over its own connection; back in the pool when dropped.
+    fn take_reader(&self) -> anyhow::Result<Lease<DynStore>> {
+        self.readers.lease_or(|| {
+            let store = ckeep_store::open(&self.location)?;
+            self.read(|writer| Ok(writer.reader(store)))
+        })
     }
 
     fn ingest(&self, docs: Vec<Document>, opts: &AddOptions) -> anyhow::Result<String> {
@@ -155,7 +154,7 @@ impl Store {
             model,
             cache,
             writer: Mutex::new(None),
-            readers: Mutex::new(Vec::new()),
+            readers: ReaderPool::default(),
             models: ModelSet::new(cache),
         }
     }
@@ -255,25 +254,21 @@ impl Store {
         exact: bool,
     ) -> PyResult<String> {
         detached(py, || {
-            let mut s: Strategy = match strategy {
-                Some(spec) => {
-                    spec.parse().map_err(|e: ckeep_engine::Error| usage(e.to_string()))?
-                }
-                None => Strategy::default(),
-            };
-            let repr = repr.as_deref().map(ckeep_engine::parse_representations);
-            StrategyOverrides {
-                k,
-                mode: parse("mode", mode.as_deref())?,
-                level: parse("level", level.as_deref())?,
-                agg: parse("aggregate", aggregate.as_deref())?,
-                expand: parse("expand", expand.as_deref())?,
-                repr: repr.transpose().map_err(usage)?,
-                summarizer: parse("summarizer", summarizer.as_deref())?,
-                model,
+            let mut s = StrategyFields {
+                strategy,
+                k: k.map(|k| k as u64),
+                mode,
+                level,
+                agg: aggregate,
+                expand,
+                repr,
+                summarizer,
                 exact: exact.then_some(true),
             }
-            .apply(&mut s);
+            .resolve()?;
+            if model.is_some() {
+                s.model = model;
+            }
             let filter = match filter {
                 Some(f) => {
                     let Value::Object(map) = serde_json::from_str::<Value>(&f)? else {
@@ -287,13 +282,11 @@ impl Store {
             if s.mode.needs_model()
                 && let Some(spec) = self.model_spec(s.model.as_deref(), &reader)?
             {
-                reader = reader.with_embedder(self.model(&spec)?);
+                reader.set_embedder(self.model(&spec)?);
             }
             let req = SearchRequest { query, strategy: s, explain, filter };
-            let res = reader.search(&req);
-            let out = res.map_err(anyhow::Error::from).and_then(|r| with_char_spans(&reader, &r));
-            lock(&self.readers).push(reader);
-            out
+            let res = reader.search(&req)?;
+            with_char_spans(&reader, &res)
         })
     }
 
@@ -359,14 +352,7 @@ impl Store {
 
     /// `ckeep stats --json`.
     fn stats(&self, py: Python<'_>) -> PyResult<String> {
-        detached(py, || {
-            self.read(|engine| {
-                let store = engine.store();
-                let (manifest, stats) = (store.manifest()?, store.stats()?);
-                Ok(json!({"store": store.location(), "manifest": manifest, "stats": stats})
-                    .to_string())
-            })
-        })
+        detached(py, || self.read(|engine| Ok(serde_json::to_string(&engine.summary()?)?)))
     }
 
     /// Near-duplicate clusters of the store: `ckeep dedup --json`.
@@ -397,13 +383,10 @@ impl Store {
             if model.is_some()
                 && let Some(spec) = self.model_spec(None, &reader)?
             {
-                reader = reader.with_embedder(self.model(&spec)?);
+                reader.set_embedder(self.model(&spec)?);
             }
-            let report = reader.dedup_report(&opts, model.as_ref(), explain);
-            let out =
-                report.map_err(anyhow::Error::from).and_then(|r| Ok(serde_json::to_string(&r)?));
-            lock(&self.readers).push(reader);
-            out
+            let report = reader.dedup_report(&opts, model.as_ref(), explain)?;
+            Ok(serde_json::to_string(&report)?)
         })
     }
 

@@ -43,7 +43,7 @@ def open_page(driver: WebDriver, server: Server, view: str = "search") -> None:
         wait(driver).until(lambda d: "documents" in d.find_element(By.ID, "store-name").text)
 
 
-def search(driver: WebDriver, query: str, mode: str, level: str, agg: str = "", expand: str = "") -> None:
+def search(driver: WebDriver, query: str, mode: str, level: str, agg: str = "max", expand: str = "none") -> None:
     form = driver.find_element(By.ID, "search-form")
     Select(form.find_element(By.NAME, "mode")).select_by_value(mode)
     Select(form.find_element(By.NAME, "level")).select_by_value(level)
@@ -97,17 +97,18 @@ def test_highlighted_spans_are_byte_exact_for_20_queries(browser: WebDriver, squ
     with (DATA / "squad_dev" / "longdoc-v1.1.queries.jsonl").open(encoding="utf-8") as f:
         questions = [json.loads(line)["question"] for line in f][::520][:20]
     assert len(questions) == 20
-    settings = [("bm25", "chunk", "", ""), ("dense", "doc", "max", ""),
-                ("hybrid", "chunk", "", "window:1"), ("bm25", "doc", "sum", "parent")]
+    # The menus offer what the server's GET /strategy lists.
+    offered = squad_server.api("GET", "/strategy")["choices"]
+    settings = [("bm25", "chunk", "max", "none"), ("dense", "doc", "max", "none"),
+                ("hybrid", "chunk", "max", "window:1"), ("bm25", "doc", "sum", "parent")]
+    for mode, level, agg, expand in settings:
+        assert (mode in offered["mode"] and level in offered["level"] and agg in offered["agg"]
+                and expand in offered["expand"]), offered
     checked = 0
     for i, question in enumerate(questions):
         mode, level, agg, expand = settings[i % len(settings)]
         search(browser, question, mode, level, agg, expand)
-        body = {"query": question, "mode": mode, "level": level, "k": 10}
-        if agg:
-            body["agg"] = agg
-        if expand:
-            body["expand"] = expand
+        body = {"query": question, "mode": mode, "level": level, "agg": agg, "expand": expand, "k": 10}
         checked += check_highlights(browser, squad_server, body)
         if i == 2:
             browser.save_screenshot(str(SCREENSHOTS / "search-document.png"))

@@ -193,13 +193,7 @@ pub(crate) fn parse_chunker(s: &str) -> Result<ChunkerSpec, String> {
 }
 
 pub(crate) fn parse_filter(s: &str) -> Result<(String, serde_json::Value), String> {
-    let (key, value) = s.split_once('=').ok_or_else(|| format!("`{s}` is not KEY=VALUE"))?;
-    if key.is_empty() {
-        return Err(format!("`{s}` has an empty key"));
-    }
-    let value = serde_json::from_str(value)
-        .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
-    Ok((key.to_string(), value))
+    ckeep_engine::MetadataFilter::condition(s)
 }
 
 pub(crate) fn strategy_help() -> String {

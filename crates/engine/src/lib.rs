@@ -30,7 +30,9 @@ mod ingest;
 mod lexical;
 mod manifest;
 mod models;
+mod overrides;
 mod pair_model;
+mod pool;
 mod report;
 mod represent;
 mod request;
@@ -62,11 +64,13 @@ pub use fault::{Fault, UsageError};
 pub use ingest::{Ingest, IngestReport};
 pub use lexical::{LexicalParams, Thousandths};
 pub use models::{ModelSet, load_model, stored_model};
+pub use overrides::{FilterSyntax, StrategyChoices, StrategyFields, StrategyOverrides};
 pub use pair_model::{
     FEATURES as PAIR_FEATURES, Features as PairFeatures, PairModel, best_threshold,
     features as pair_features,
 };
-pub use report::{AddReport, Skipped};
+pub use pool::{Lease, ReaderPool};
+pub use report::{AddReport, Skipped, StoreSummary};
 pub use represent::{ContextParts, Fields, Representation, parse_list as parse_representations};
 pub use rerank::DEFAULT_RERANK_K;
 pub use search::{
@@ -75,7 +79,7 @@ pub use search::{
 pub use similar::{
     ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,
 };
-pub use strategy::{Level, MAX_K, Mode, Strategy, StrategyOverrides};
+pub use strategy::{Level, MAX_K, Mode, Strategy};
 pub use summarize::{LoadedSummarizer, Summarizer};
 pub use sync::{SyncPlan, SyncReport};
 pub use vectors::{ANN_MIN_VECTORS, VectorIndexBuild};
@@ -290,6 +294,11 @@ impl<S> Engine<S> {
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
         self
+    }
+
+    /// Sets the embedding model in place (a pooled reader's, see [`ReaderPool`]).
+    pub fn set_embedder(&mut self, embedder: Arc<dyn Embedder>) {
+        self.embedder = Some(embedder);
     }
 
     /// The embedding model, if any.

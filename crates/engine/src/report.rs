@@ -1,9 +1,34 @@
-//! What an `add` did, in the one shape every front end returns: `ckeep add --json`, Python's
-//! `Store.add` and the warnings both show.
+//! What an `add` did and what a store holds, each in the one shape every front end returns:
+//! `ckeep add --json` and Python's `Store.add`; `ckeep stats --json`, Python's `Store.stats` and
+//! `GET /stats`.
 
+use ckeep_store::{Manifest, StoreRead, StoreStats};
 use serde::Serialize;
 
-use crate::IngestReport;
+use crate::{Engine, IngestReport};
+
+/// A store at a glance: where it is, what it was built with, and its counts and sizes.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreSummary {
+    /// The store's location.
+    pub store: String,
+    /// What the store was built with (chunker, analyzer, model, representations, …).
+    pub manifest: Manifest,
+    /// Documents, chunks, lexical fields, vectors and bytes.
+    pub stats: StoreStats,
+}
+
+impl<S: StoreRead> Engine<S> {
+    /// The store at a glance.
+    pub fn summary(&self) -> crate::Result<StoreSummary> {
+        let store = self.store();
+        Ok(StoreSummary {
+            store: store.location(),
+            manifest: store.manifest()?,
+            stats: store.stats()?,
+        })
+    }
+}
 
 /// An input left out of an `add` (`--keep-going`), with why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -115,52 +115,6 @@ pub const MAX_K: usize = 10_000;
 /// Largest `oversample` accepted: beyond it rescoring reads more vectors than a scan would.
 const MAX_OVERSAMPLE: usize = 1_000;
 
-/// Parts of a strategy given one by one (command-line flags, keyword arguments), each
-/// replacing the spec's part when present.
-#[derive(Debug, Clone, Default)]
-pub struct StrategyOverrides {
-    /// Number of results.
-    pub k: Option<usize>,
-    /// Scoring mode.
-    pub mode: Option<Mode>,
-    /// Result level.
-    pub level: Option<Level>,
-    /// Chunk-to-document aggregation.
-    pub agg: Option<Aggregation>,
-    /// Context expansion.
-    pub expand: Option<Expansion>,
-    /// Representations searched.
-    pub repr: Option<Vec<Representation>>,
-    /// Summaries for summary-based representations.
-    pub summarizer: Option<Summarizer>,
-    /// Embedding model.
-    pub model: Option<String>,
-    /// Exact dense scan.
-    pub exact: Option<bool>,
-}
-
-impl StrategyOverrides {
-    /// `strategy` with these parts in place of its own.
-    pub fn apply(self, strategy: &mut Strategy) {
-        let Self { k, mode, level, agg, expand, repr, summarizer, model, exact } = self;
-        strategy.k = k.unwrap_or(strategy.k);
-        strategy.mode = mode.unwrap_or(strategy.mode);
-        strategy.level = level.unwrap_or(strategy.level);
-        strategy.agg = agg.unwrap_or(strategy.agg);
-        strategy.expand = expand.unwrap_or(strategy.expand);
-        if let Some(repr) = repr {
-            strategy.repr = repr;
-        }
-        if summarizer.is_some() {
-            strategy.summarizer = summarizer;
-        }
-        if model.is_some() {
-            strategy.model = model;
-        }
-        strategy.exact = exact.unwrap_or(strategy.exact);
-    }
-}
-
 impl Default for Strategy {
     fn default() -> Self {
         Self {
@@ -468,17 +422,6 @@ impl FromStr for Strategy {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn overrides_replace_only_the_parts_given() {
-        let mut s: Strategy = "mode=dense,level=doc,agg=mean:3,k=5,exact=true".parse().unwrap();
-        StrategyOverrides { k: Some(7), level: Some(Level::Chunk), ..Default::default() }
-            .apply(&mut s);
-        let want: Strategy = "mode=dense,level=chunk,agg=mean:3,k=7,exact=true".parse().unwrap();
-        assert_eq!(s, want);
-        StrategyOverrides { exact: Some(false), ..Default::default() }.apply(&mut s);
-        assert!(!s.exact);
-    }
 
     #[test]
     fn parses_values_with_commas() {

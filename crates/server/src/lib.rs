@@ -178,7 +178,6 @@ pub struct AppState {
     /// The background index's own reader (its connection), lent to the pool while it works.
     indexer: std::sync::Mutex<Option<StoreEngine>>,
     started: Instant,
-    location: String,
     metrics: observe::Metrics,
 }
 
@@ -225,7 +224,6 @@ impl AppState {
         if let Some(e) = &embedder {
             writer = writer.with_embedder(Arc::clone(e));
         }
-        let writer_location = writer.store().location();
         let query_model: Option<Arc<dyn Embedder>> =
             batching.clone().map(|b| b as Arc<dyn Embedder>).or_else(|| embedder.clone());
         let mut readers = Vec::with_capacity(config.readers.max(1));
@@ -250,7 +248,6 @@ impl AppState {
             index_pool: background_pool()?,
             indexer: std::sync::Mutex::new(Some(indexer)),
             started: Instant::now(),
-            location: writer_location,
             metrics: observe::Metrics::default(),
         }))
     }

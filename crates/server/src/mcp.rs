@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ckeep_core::Span;
-use ckeep_engine::MetadataFilter;
+use ckeep_engine::{MetadataFilter, StrategyFields};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
@@ -161,13 +161,16 @@ impl McpServer {
     async fn search(&self, Parameters(p): Parameters<SearchParams>) -> CallToolResult {
         let body = SearchBody {
             query: p.query,
-            strategy: p.strategy,
-            k: p.k,
-            mode: p.mode,
-            level: p.level,
-            expand: p.expand,
+            strategy: StrategyFields {
+                strategy: p.strategy,
+                k: p.k,
+                mode: p.mode,
+                level: p.level,
+                expand: p.expand,
+                ..StrategyFields::default()
+            },
             explain: p.explain,
-            filter: p.filter.map(MetadataFilter),
+            filter: p.filter.map(|f| query::RequestFilter::Object(MetadataFilter(f))),
             ..SearchBody::default()
         };
         answer(query::run_search(&self.state, body).await.and_then(|r| to_value(&r)))

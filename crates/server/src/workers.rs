@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ckeep_engine::Engine;
+use ckeep_engine::{Engine, ReaderPool};
 use ckeep_store::DynStore;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -22,7 +22,7 @@ pub type StoreEngine = Engine<DynStore>;
 /// The reader pool and the writer.
 #[derive(Debug)]
 pub struct Workers {
-    idle_readers: Arc<Mutex<Vec<StoreEngine>>>,
+    idle_readers: ReaderPool<DynStore>,
     read_slots: Arc<Semaphore>,
     writer: Arc<Mutex<StoreEngine>>,
     write_slot: Arc<Semaphore>,
@@ -51,33 +51,12 @@ impl Drop for Waiting {
     }
 }
 
-/// A reader taken from the pool with its slot. Dropping it, also while a panicking job unwinds,
-/// puts the engine back before the slot is released, so the pool never shrinks and a free slot
-/// always finds an idle reader.
-struct Lease {
-    engine: Option<StoreEngine>,
-    idle: Arc<Mutex<Vec<StoreEngine>>>,
+/// A reader lent with its slot. The lease is dropped before the permit (fields drop in order),
+/// so the engine is back in the pool before the slot is released: a free slot always finds an
+/// idle reader.
+struct Slot {
+    lease: ckeep_engine::Lease<DynStore>,
     _permit: OwnedSemaphorePermit,
-}
-
-impl Lease {
-    fn take(idle: Arc<Mutex<Vec<StoreEngine>>>, permit: OwnedSemaphorePermit) -> Option<Self> {
-        let engine = idle.lock().unwrap_or_else(PoisonError::into_inner).pop()?;
-        Some(Self { engine: Some(engine), idle, _permit: permit })
-    }
-
-    fn engine(&self) -> &StoreEngine {
-        self.engine.as_ref().expect("held until drop")
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        // Runs before the fields drop, so the engine is back before the permit is released.
-        if let Some(engine) = self.engine.take() {
-            self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(engine);
-        }
-    }
 }
 
 impl Workers {
@@ -92,7 +71,7 @@ impl Workers {
             readers: readers.len(),
             waiting: Arc::default(),
             read_slots: Arc::new(Semaphore::new(readers.len())),
-            idle_readers: Arc::new(Mutex::new(readers)),
+            idle_readers: ReaderPool::new(readers),
             writer: Arc::new(Mutex::new(writer)),
             write_slot: Arc::new(Semaphore::new(1)),
             queue_timeout,
@@ -151,12 +130,13 @@ impl Workers {
         F: FnOnce(&StoreEngine) -> Result<T, ApiError> + Send + 'static,
     {
         let permit = self.slot(&self.read_slots).await?;
-        let idle = Arc::clone(&self.idle_readers);
+        let idle = self.idle_readers.clone();
         let task = tokio::task::spawn_blocking(move || {
-            let Some(lease) = Lease::take(idle, permit) else {
+            let Some(lease) = idle.lease() else {
                 return Err(ApiError::internal("a read slot without an idle reader"));
             };
-            job(lease.engine())
+            let slot = Slot { lease, _permit: permit };
+            job(&slot.lease)
         });
         let joined = match timeout {
             Some(t) => tokio::time::timeout(t, task).await.map_err(|_| {

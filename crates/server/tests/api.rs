@@ -123,6 +123,19 @@ async fn documents_round_trip_and_search_finds_them() {
         !ids.contains(&"notes/a b.txt"),
         "PUT replaced the metadata (it has no year now): {ids:?}"
     );
+    // The same filter as conditions typed the CLI's way (what the playground sends).
+    let (_, typed) = server
+        .post(
+            "/search",
+            &json!({"query": "limbs", "mode": "bm25", "filter": ["year=[1999, 2021]"]}),
+        )
+        .await;
+    assert_eq!(typed["results"], res["results"]);
+    assert_error(
+        &server.post("/search", &json!({"query": "x", "filter": ["no-equals-sign"]})).await,
+        422,
+        "invalid_parameter",
+    );
 
     // Delete, then it is gone everywhere.
     let (status, _) = server.send("DELETE", "/documents/notes/a%20b.txt", "").await;
@@ -134,7 +147,7 @@ async fn documents_round_trip_and_search_finds_them() {
     // Stats and pair similarity.
     let (_, stats) = server.get("/stats").await;
     assert_eq!(stats["stats"]["documents"], 40);
-    assert_eq!(stats["model"], "all-MiniLM-L6-v2");
+    assert_eq!(stats["manifest"]["model"], "all-MiniLM-L6-v2");
     let (status, sim) =
         server.post("/similar", &json!({"a": text, "b": text, "explain": true, "top_k": 2})).await;
     assert_eq!(status, 200, "{sim}");
@@ -155,6 +168,15 @@ async fn the_description_lists_every_route_and_code() {
     assert_eq!(spec["openapi"], "3.1.0");
     for (method, path) in ckeep_server::ROUTES {
         assert!(spec["paths"][path][method].is_object(), "{method} {path} is not described");
+    }
+    // And the other way: nothing is described that the server does not route.
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys().filter(|m| *m != "parameters") {
+            assert!(
+                ckeep_server::ROUTES.contains(&(method.as_str(), path.as_str())),
+                "{method} {path} is described but not routed"
+            );
+        }
     }
     let described =
         spec["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"]

@@ -28,19 +28,26 @@ function show(view) {
 }
 
 async function main() {
-  let stats = { representations: [] };
+  let stats = { manifest: {} };
   try {
     stats = await get("/stats");
     document.getElementById("store-name").textContent =
-      `${stats.store} · ${stats.stats.documents} documents · ${stats.model || "BM25 only"}`;
+      `${stats.store} · ${stats.stats.documents} documents · ${stats.manifest.model || "BM25 only"}`;
   } catch (e) {
     status(`Cannot read the store: ${e.message}`, true);
   }
-  const representations = (stats.representations || []).map((r) => (typeof r === "string" ? r : r.name)).filter(Boolean);
+  const model = stats.manifest.model;
+  let offered = { choices: {}, defaults: {}, filter: {} };
+  try {
+    offered = await get("/strategy");
+  } catch (e) {
+    status(`Cannot read the strategy choices: ${e.message}`, true);
+  }
+  offered.representations = stats.manifest.representations || [];
 
   // Search.
   const searchForm = document.getElementById("search-form");
-  const readSearch = strategyControls(searchForm, representations);
+  const readSearch = strategyControls(searchForm, offered);
   const results = document.getElementById("search-results");
   const panel = document.getElementById("doc-panel");
   searchForm.addEventListener("submit", async (event) => {
@@ -60,8 +67,8 @@ async function main() {
   // Compare: one query, two strategies, results both returned marked.
   const compareForm = document.getElementById("compare-form");
   const [leftBox, rightBox] = document.querySelectorAll("#view-compare .strategy-form");
-  const readLeft = strategyControls(leftBox, representations, { mode: "bm25" });
-  const readRight = strategyControls(rightBox, representations, { mode: stats.model ? "dense" : "bm25", level: "doc", agg: "max" });
+  const readLeft = strategyControls(leftBox, offered, { mode: "bm25" });
+  const readRight = strategyControls(rightBox, offered, { mode: model ? "dense" : "bm25", level: "doc", agg: "max" });
   compareForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     const query = compareForm.elements.query.value;

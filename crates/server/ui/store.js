@@ -9,9 +9,10 @@ const PAGE = 50;
 function statsView(stats) {
   const box = el("div", "stats");
   const s = stats.stats || {};
+  const m = stats.manifest || {};
   const dl = el("dl", "facts");
   const facts = [
-    ["store", stats.store], ["model", stats.model || "none (BM25 only)"], ["chunker", stats.chunker],
+    ["store", stats.store], ["model", m.model || "none (BM25 only)"], ["chunker", m.chunker],
     ["documents", s.documents], ["chunks", s.chunks], ["leaf chunks", s.leaf_chunks],
     ["text", `${((s.text_bytes || 0) / 1e6).toFixed(2)} MB`], ["on disk", `${((s.disk_bytes || 0) / 1e6).toFixed(2)} MB`],
   ];
@@ -24,7 +25,7 @@ function statsView(stats) {
     table.append(head);
     for (const r of s.representations) {
       const row = el("tr");
-      row.append(el("td", null, r.name ?? r[0]), el("td", null, r.vectors ?? r[1]), el("td", null, r.bytes ?? r[2]));
+      row.append(el("td", null, r.name), el("td", null, r.vectors), el("td", null, r.bytes));
       table.append(row);
     }
     box.append(table);

@@ -2,18 +2,11 @@
 
 import { el } from "./text.js";
 
-const CHOICES = {
-  mode: ["bm25", "dense", "hybrid", "hybrid:linear=0.5"],
-  level: ["chunk", "doc"],
-  agg: ["", "max", "sum", "mean:3"],
-  expand: ["", "window:1", "window:2", "parent", "doc"],
-};
-
 function select(name, label, options, value) {
   const wrap = el("label", "control", `${label} `);
   const s = document.createElement("select");
   s.name = name;
-  for (const v of options) {
+  for (const v of options || []) {
     const o = el("option", null, v === "" ? "(none)" : v);
     o.value = v;
     s.append(o);
@@ -32,45 +25,37 @@ function input(name, label, attrs) {
   return wrap;
 }
 
-/** Numbers and booleans as themselves (metadata keeps `year: 2020`), anything else as text. */
-function filterValue(raw) {
-  if (/^-?\d+(\.\d+)?$/.test(raw)) return Number(raw);
-  if (raw === "true" || raw === "false") return raw === "true";
-  return raw;
-}
-
 /**
- * Adds the controls to `container`; `representations` come from the store's manifest.
+ * Adds the controls to `container`. `offered` is the server's `GET /strategy` (each part's
+ * choices, the defaults and the filter syntax) with the store's `representations`; `defaults`
+ * overrides the server's defaults for this form.
  * Returns `read()`, giving the `/search` fields the controls set.
  */
-export function strategyControls(container, representations, defaults = {}) {
-  const reprs = ["", ...representations.filter((r) => r !== "plain")];
+export function strategyControls(container, offered, defaults = {}) {
+  const { choices, filter } = offered;
+  const start = { ...offered.defaults, ...defaults };
+  const reprs = ["", ...offered.representations.filter((r) => r !== "plain")];
   const parts = [
-    select("mode", "mode", CHOICES.mode, defaults.mode || "bm25"),
-    select("level", "level", CHOICES.level, defaults.level || "chunk"),
-    select("agg", "aggregate", CHOICES.agg, defaults.agg || ""),
-    select("expand", "expand", CHOICES.expand, defaults.expand || ""),
+    select("mode", "mode", choices.mode, start.mode),
+    select("level", "level", choices.level, start.level),
+    select("agg", "aggregate", choices.agg, start.agg),
+    select("expand", "expand", choices.expand, start.expand),
     select("repr", "representation", reprs, defaults.repr || ""),
-    input("k", "k", { type: "number", min: 1, max: 100, value: defaults.k || 10 }),
-    input("filter", "filter", { placeholder: "key=value, …", size: 16 }),
+    input("k", "k", { type: "number", min: 1, max: 100, value: Number(start.k) || 10 }),
+    input("filter", "filter", { placeholder: `${filter.condition}; …`, title: filter.help, size: 16 }),
   ];
   const box = el("fieldset", "controls");
   box.append(el("legend", null, "Strategy"), ...parts);
   container.append(box);
   const value = (name) => box.querySelector(`[name="${name}"]`).value.trim();
   return function read() {
-    const body = { mode: value("mode"), level: value("level"), k: Number(value("k")) || 10 };
-    for (const name of ["agg", "expand", "repr"]) {
+    const body = { k: Number(value("k")) || 10 };
+    for (const name of ["mode", "level", "agg", "expand", "repr"]) {
       if (value(name)) body[name] = value(name);
     }
-    const filter = value("filter");
-    if (filter) {
-      body.filter = {};
-      for (const pair of filter.split(",")) {
-        const [k, ...rest] = pair.split("=");
-        if (k.trim() && rest.length) body.filter[k.trim()] = filterValue(rest.join("=").trim());
-      }
-    }
+    // Conditions separated by `;`, each read by the server as `ckeep search --filter` reads it.
+    const conditions = value("filter").split(";").map((c) => c.trim()).filter(Boolean);
+    if (conditions.length) body.filter = conditions;
     return body;
   };
 }

@@ -273,4 +273,30 @@ impl MetadataFilter {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// What a condition typed by a user looks like, and how it is read: the help of
+    /// `ckeep search --filter`, shown by the playground too.
+    pub const CONDITION_HELP: &str = "Only documents whose metadata KEY equals VALUE (or, for a \
+        list, contains it); VALUE is read as JSON when it parses (2020, true, [\"a\",\"b\"] for \
+        any of), else as a string. Several conditions must all match.";
+
+    /// One condition as a user types it, `KEY=VALUE` (see [`Self::CONDITION_HELP`]).
+    pub fn condition(text: &str) -> Result<(String, serde_json::Value), String> {
+        let (key, value) =
+            text.split_once('=').ok_or_else(|| format!("`{text}` is not KEY=VALUE"))?;
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(format!("`{text}` has an empty key"));
+        }
+        let value = serde_json::from_str(value)
+            .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+        Ok((key.to_string(), value))
+    }
+
+    /// The filter of conditions typed as `KEY=VALUE`, all of which must match.
+    pub fn from_conditions<'a>(
+        conditions: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, String> {
+        conditions.into_iter().map(Self::condition).collect::<Result<_, _>>().map(Self)
+    }
 }

@@ -16,14 +16,13 @@ pub struct RmArgs {
 }
 
 pub fn stats(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
-    let engine = super::open(store)?;
-    let stats = engine.store().stats()?;
-    let manifest = engine.store().manifest()?;
+    let summary = super::open(store)?.summary()?;
     if out.json {
-        out.print_json(&serde_json::json!({"store": engine.store().location(), "manifest": manifest, "stats": stats}))?;
+        out.print_json(&summary)?;
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("store      {}", engine.store().location());
+    let (manifest, stats) = (&summary.manifest, &summary.stats);
+    outln!("store      {}", summary.store);
     outln!("chunker    {}", manifest.chunker.as_deref().unwrap_or("-"));
     let id = manifest.analyzer.as_deref().unwrap_or("-");
     let name = ckeep_engine::Analyzer::from_id(id).map_or("", ckeep_engine::Analyzer::name);

@@ -58,10 +58,9 @@ pub struct SearchArgs {
     /// Show which chunks and terms matched and each score component.
     #[arg(long)]
     pub explain: bool,
-    /// Only documents whose metadata KEY equals VALUE (or, for a list, contains it); VALUE is
-    /// read as JSON when it parses (2020, true, `["a","b"]` for any of), else as a string.
-    /// Repeat for several keys; all must match.
-    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_filter)]
+    // The help is the engine's, which the playground shows too; the flag may be repeated.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_filter,
+        help = ckeep_engine::MetadataFilter::CONDITION_HELP)]
     pub filter: Vec<(String, serde_json::Value)>,
     /// The model for dense search (default: the one the store was built with).
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]

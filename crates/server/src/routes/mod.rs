@@ -11,7 +11,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use ckeep_store::StoreRead;
 
 use crate::AppState;
 use crate::error::{ApiError, ErrorCode};
@@ -32,6 +31,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("delete", "/documents/{id}"),
     ("post", "/search"),
     ("post", "/similar"),
+    ("get", "/strategy"),
 ];
 
 pub fn router(state: Arc<AppState>) -> Router {
@@ -45,6 +45,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(documents::get).put(documents::put).delete(documents::delete),
         )
         .route("/search", post(query::search))
+        .route("/strategy", get(query::strategy))
         .route("/similar", post(query::similar))
         .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), authenticate));
     Router::new()
@@ -138,19 +139,19 @@ async fn openapi() -> Response {
     ([(axum::http::header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }
 
-async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<serde_json::Value>, ApiError> {
-    let location = state.location.clone();
-    let (stats, manifest) =
-        state.workers.read(|e| Ok((e.store().stats()?, e.store().manifest()?))).await?;
-    Ok(Json(serde_json::json!({
-        "store": location,
-        "chunker": manifest.chunker,
-        "model": manifest.model,
-        "representations": manifest.representations,
-        "summarizers": manifest.summarizers,
-        "stats": stats,
-        "query_batches": state.query_batches().map(|(calls, texts)| {
-            serde_json::json!({"model_calls": calls, "queries": texts})
-        }),
-    })))
+/// `GET /stats`: the engine's store summary (the shape of `ckeep stats --json`), and how the
+/// server has batched queries for the model.
+#[derive(serde::Serialize)]
+struct StatsBody {
+    #[serde(flatten)]
+    summary: ckeep_engine::StoreSummary,
+    query_batches: Option<serde_json::Value>,
+}
+
+async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<StatsBody>, ApiError> {
+    let summary = state.workers.read(|e| Ok(e.summary()?)).await?;
+    let query_batches = state
+        .query_batches()
+        .map(|(calls, texts)| serde_json::json!({"model_calls": calls, "queries": texts}));
+    Ok(Json(StatsBody { summary, query_batches }))
 }

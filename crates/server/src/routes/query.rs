@@ -7,57 +7,61 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderName;
 use ckeep_engine::{
-    MetadataFilter, PairScorer, SearchRequest, SearchResponse, SearchTiming, Strategy,
-    StrategyOverrides,
+    MetadataFilter, PairScorer, SearchRequest, SearchResponse, SearchTiming, StrategyChoices,
+    StrategyFields,
 };
 use serde::Deserialize;
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::json::JsonBody;
 
 /// `POST /search`: every option of `ckeep search`. `strategy` is a whole spec; the fields
-/// beside it override its parts.
+/// beside it override its parts (the engine's [`StrategyFields`], flattened).
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct SearchBody {
     pub(crate) query: String,
-    #[serde(default)]
-    pub(crate) strategy: Option<String>,
-    #[serde(default)]
-    pub(crate) k: Option<u64>,
-    #[serde(default)]
-    pub(crate) mode: Option<String>,
-    #[serde(default)]
-    pub(crate) level: Option<String>,
-    #[serde(default, alias = "aggregate")]
-    pub(crate) agg: Option<String>,
-    #[serde(default)]
-    pub(crate) expand: Option<String>,
-    #[serde(default)]
-    pub(crate) repr: Option<String>,
-    #[serde(default)]
-    pub(crate) summarizer: Option<String>,
-    #[serde(default)]
-    pub(crate) exact: Option<bool>,
+    #[serde(flatten)]
+    pub(crate) strategy: StrategyFields,
     #[serde(default)]
     pub(crate) explain: bool,
     #[serde(default)]
-    pub(crate) filter: Option<MetadataFilter>,
+    pub(crate) filter: Option<RequestFilter>,
+    /// Fields no one above took: refused, as `deny_unknown_fields` would (which serde does not
+    /// support beside `flatten`).
+    #[serde(flatten)]
+    pub(crate) unknown: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
-fn field<T>(name: &str, value: Option<&str>) -> Result<Option<T>, ApiError>
-where
-    T: std::str::FromStr,
-    T::Err: std::fmt::Display,
-{
-    value
-        .map(|v| v.parse::<T>().map_err(|e| ApiError::invalid(format!("`{name}`: {e}"))))
-        .transpose()
+/// A search's metadata filter: an object of `KEY: VALUE`, or conditions typed as `KEY=VALUE`
+/// (as `ckeep search --filter` takes them, read by the same rule; the playground sends these).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RequestFilter {
+    Object(MetadataFilter),
+    Conditions(Vec<String>),
+}
+
+impl RequestFilter {
+    fn into_filter(self) -> Result<MetadataFilter, ApiError> {
+        match self {
+            Self::Object(filter) => Ok(filter),
+            Self::Conditions(list) => {
+                MetadataFilter::from_conditions(list.iter().map(String::as_str))
+                    .map_err(|e| ApiError::invalid(format!("`filter`: {e}")))
+            }
+        }
+    }
 }
 
 impl SearchBody {
     fn into_request(self, limits: &crate::Limits) -> Result<SearchRequest, ApiError> {
+        if let Some(name) = self.unknown.keys().next() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!("unknown field `{name}` in the request body"),
+            ));
+        }
         if self.query.trim().is_empty() {
             return Err(ApiError::invalid("`query` is empty"));
         }
@@ -68,23 +72,7 @@ impl SearchBody {
                 limits.max_query_bytes
             )));
         }
-        let mut strategy: Strategy = match &self.strategy {
-            Some(spec) => spec.parse().map_err(|e: ckeep_engine::Error| ApiError::from(e))?,
-            None => Strategy::default(),
-        };
-        let repr = self.repr.as_deref().map(ckeep_engine::parse_representations);
-        StrategyOverrides {
-            k: self.k.map(|k| usize::try_from(k).unwrap_or(usize::MAX)),
-            mode: field("mode", self.mode.as_deref())?,
-            level: field("level", self.level.as_deref())?,
-            agg: field("agg", self.agg.as_deref())?,
-            expand: field("expand", self.expand.as_deref())?,
-            repr: repr.transpose().map_err(|e| ApiError::invalid(format!("`repr`: {e}")))?,
-            summarizer: field("summarizer", self.summarizer.as_deref())?,
-            model: None,
-            exact: self.exact,
-        }
-        .apply(&mut strategy);
+        let strategy = self.strategy.resolve()?;
         if strategy.rerank.is_some() {
             // A client must not make the server call servers of its choosing.
             return Err(ApiError::invalid(
@@ -98,9 +86,15 @@ impl SearchBody {
             query: self.query,
             strategy,
             explain: self.explain,
-            filter: self.filter,
+            filter: self.filter.map(RequestFilter::into_filter).transpose()?,
         })
     }
+}
+
+/// `GET /strategy`: the choices of each strategy part, the defaults and the filter syntax, for
+/// forms (the playground's controls).
+pub(crate) async fn strategy() -> Json<StrategyChoices> {
+    Json(StrategyChoices::new())
 }
 
 /// `POST /search`, with a `Server-Timing` header (milliseconds, as the W3C header has them):
