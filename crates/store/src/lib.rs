@@ -7,7 +7,7 @@
 //! - [`SqliteStore`]: the embedded default — one `SQLite` file in WAL mode, one transaction per
 //!   batch of documents, so a crash leaves every document fully present or absent.
 //! - [`PgStore`]: PostgreSQL + pgvector for collections that outgrow one machine: the same
-//!   tables and semantics, vector search by HNSW inside the database ([`StoreRead::nearest`]).
+//!   tables and semantics, vector search by HNSW inside the database ([`VectorSearch::nearest`]).
 //! - [`open`] / [`open_or_create`]: either, by location (a directory or a `postgres://` URL).
 //! - [`DocumentWrite`]: everything about one document, written atomically.
 //!
