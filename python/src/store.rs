@@ -254,6 +254,7 @@ impl Store {
         exact: bool,
     ) -> PyResult<String> {
         detached(py, || {
+            let mut reader = self.take_reader()?;
             let mut s = StrategyFields {
                 strategy,
                 k: k.map(|k| k as u64),
@@ -265,7 +266,7 @@ impl Store {
                 summarizer,
                 exact: exact.then_some(true),
             }
-            .resolve()?;
+            .resolve(reader.default_strategy()?)?;
             if model.is_some() {
                 s.model = model;
             }
@@ -278,7 +279,6 @@ impl Store {
                 }
                 None => None,
             };
-            let mut reader = self.take_reader()?;
             if s.mode.needs_model()
                 && let Some(spec) = self.model_spec(s.model.as_deref(), &reader)?
             {

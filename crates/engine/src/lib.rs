@@ -23,6 +23,7 @@
 mod adopt;
 mod analysis;
 mod dedup;
+mod default_strategy;
 mod derive;
 mod expand;
 mod fault;
@@ -58,6 +59,7 @@ pub use ckeep_store::MetadataFilter;
 pub use dedup::{
     ChunkMatch, DedupOptions, DedupReport, DuplicateCluster, DuplicatePair, MatchedChunk,
 };
+pub use default_strategy::DefaultStrategy;
 pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
 pub use fault::{Fault, UsageError};

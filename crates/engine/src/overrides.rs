@@ -40,6 +40,11 @@ impl StrategyOverrides {
     pub fn apply(self, strategy: &mut Strategy) {
         let Self { k, mode, level, agg, expand, repr, summarizer, model, exact } = self;
         strategy.k = k.unwrap_or(strategy.k);
+        if mode == Some(Mode::Dense) {
+            // BM25's parameters (from a spec or the store's default) do not follow a switch to a
+            // mode without BM25, which would refuse them.
+            strategy.lexical = crate::LexicalParams::default();
+        }
         strategy.mode = mode.unwrap_or(strategy.mode);
         strategy.level = level.unwrap_or(strategy.level);
         strategy.agg = agg.unwrap_or(strategy.agg);
@@ -92,12 +97,13 @@ pub struct StrategyFields {
 }
 
 impl StrategyFields {
-    /// The strategy these fields make: the spec (or the default) with the parts in place of its
-    /// own. A value that does not parse is a user error naming its field.
-    pub fn resolve(&self) -> Result<Strategy, Error> {
+    /// The strategy these fields make: the spec (or `default`, the store's
+    /// [`crate::Engine::default_strategy`]) with the parts in place of its own. A value that
+    /// does not parse is a user error naming its field.
+    pub fn resolve(&self, default: Strategy) -> Result<Strategy, Error> {
         let mut strategy: Strategy = match &self.strategy {
             Some(spec) => spec.parse()?,
-            None => Strategy::default(),
+            None => default,
         };
         self.overrides()?.apply(&mut strategy);
         Ok(strategy)
@@ -203,14 +209,14 @@ mod tests {
             "strategy": "mode=hybrid,k=3,level=doc", "k": 5, "aggregate": "mean:2"
         }))
         .unwrap();
-        let s = fields.resolve().unwrap();
+        let s = fields.resolve(Strategy::default()).unwrap();
         assert_eq!((s.k, s.level, s.agg), (5, Level::Doc, Aggregation::Mean(2)));
         assert!(matches!(s.mode, Mode::Hybrid(_)));
         let bad = StrategyFields { mode: Some("psychic".into()), ..StrategyFields::default() };
-        let err = bad.resolve().unwrap_err();
+        let err = bad.resolve(Strategy::default()).unwrap_err();
         assert!(err.is_user_error() && err.to_string().starts_with("`mode`:"), "{err}");
         let bad = StrategyFields { strategy: Some("k=banana".into()), ..StrategyFields::default() };
-        assert!(bad.resolve().unwrap_err().is_user_error());
+        assert!(bad.resolve(Strategy::default()).unwrap_err().is_user_error());
     }
 
     #[test]
@@ -227,7 +233,9 @@ mod tests {
                     other => panic!("no field {other}"),
                 };
                 *slot = Some(value.clone());
-                fields.resolve().unwrap_or_else(|e| panic!("{part}={value}: {e}"));
+                fields
+                    .resolve(Strategy::default())
+                    .unwrap_or_else(|e| panic!("{part}={value}: {e}"));
             }
             assert!(values.contains(&offered.defaults[part]), "{part}: {:?}", offered.defaults);
         }

@@ -14,6 +14,8 @@ pub struct StoreSummary {
     pub store: String,
     /// What the store was built with (chunker, analyzer, model, representations, …).
     pub manifest: Manifest,
+    /// The strategy searches use when the caller names none, and where it came from.
+    pub default_strategy: crate::DefaultStrategy,
     /// Documents, chunks, lexical fields, vectors and bytes.
     pub stats: StoreStats,
 }
@@ -22,9 +24,11 @@ impl<S: StoreRead> Engine<S> {
     /// The store at a glance.
     pub fn summary(&self) -> crate::Result<StoreSummary> {
         let store = self.store();
+        let manifest = store.manifest()?;
         Ok(StoreSummary {
             store: store.location(),
-            manifest: store.manifest()?,
+            default_strategy: crate::DefaultStrategy::of(&manifest),
+            manifest,
             stats: store.stats()?,
         })
     }

@@ -38,6 +38,10 @@ pub struct SearchResponse {
     pub strategy: String,
     /// Results, best first.
     pub results: Vec<SearchResult>,
+    /// With `explain`: the store's default strategy, which the caller's parts were laid over,
+    /// and where it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_strategy: Option<crate::DefaultStrategy>,
     /// Where the time went; not part of the JSON (a server sends it as `Server-Timing`).
     #[serde(skip)]
     pub timing: SearchTiming,

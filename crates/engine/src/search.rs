@@ -246,6 +246,7 @@ impl<S: StoreRead> Searcher<'_, S> {
             query: req.query.clone(),
             strategy: as_asked(strategy, req),
             results,
+            default_strategy: req.explain.then(|| crate::DefaultStrategy::of(&self.manifest)),
             timing: SearchTiming { embed, total: std::time::Duration::ZERO },
         })
     }

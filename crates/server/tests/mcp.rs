@@ -106,3 +106,42 @@ async fn mistakes_are_tool_errors_and_writes_need_permission() {
         call(&writer, "search", json!({"query": "乌龙茶", "mode": "bm25", "k": 1})).await;
     assert!(!error && res["results"][0]["doc_id"] == "tea", "{res}");
 }
+
+/// A default strategy recorded in the store (as `ckeep eval recommend --apply` does) is what
+/// HTTP and MCP searches use when they name none; a part they name replaces its part, and a
+/// whole strategy replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stores_default_strategy_is_used_unless_a_search_names_one() {
+    let server = loaded_server().await;
+    let location = server.store().display().to_string();
+    let mut writer = ckeep_engine::Engine::new(ckeep_store::open(&location).unwrap());
+    let chosen: ckeep_engine::Strategy = "mode=bm25,k1=1.2,b=0.75,k=2".parse().unwrap();
+    writer.set_default_strategy(Some(&chosen), "a test").unwrap();
+
+    let (status, res) = server.post("/search", &json!({"query": "owls hunt at night"})).await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(res["strategy"], chosen.to_string());
+    assert!((1..=2).contains(&res["results"].as_array().unwrap().len()), "{res}");
+    let (_, res) = server.post("/search", &json!({"query": "owls hunt", "k": 3})).await;
+    assert_eq!(res["strategy"], "mode=bm25,k1=1.2,b=0.75,level=chunk,k=3");
+    let (_, res) =
+        server.post("/search", &json!({"query": "owls hunt", "strategy": "mode=bm25"})).await;
+    assert_eq!(res["strategy"], "mode=bm25,level=chunk,k=10");
+    let (_, res) = server.post("/search", &json!({"query": "owls hunt", "explain": true})).await;
+    assert_eq!(res["default_strategy"], json!({"strategy": chosen.to_string(), "from": "a test"}));
+    let (_, stats) = server.get("/stats").await;
+    assert_eq!(stats["default_strategy"]["from"], "a test");
+
+    let client = connect(&server, McpOptions::default()).await;
+    let (error, res) = call(&client, "search", json!({"query": "owls hunt at night"})).await;
+    assert!(!error, "{res}");
+    assert_eq!(res["strategy"], chosen.to_string());
+    let (error, res) = call(&client, "search", json!({"query": "owls", "mode": "dense"})).await;
+    assert!(!error, "{res}");
+    assert_eq!(res["strategy"], "mode=dense,level=chunk,k=2");
+
+    // Back to the built-in default.
+    writer.set_default_strategy(None, "").unwrap();
+    let (_, res) = server.post("/search", &json!({"query": "owls hunt at night"})).await;
+    assert_eq!(res["strategy"], "mode=bm25,level=chunk,k=10");
+}

@@ -36,6 +36,14 @@ pub struct Manifest {
     /// float32 either way, for rescoring.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub quantize: std::collections::BTreeMap<String, String>,
+    /// The strategy searches use when the caller names none (a spec, as `ckeep eval recommend
+    /// --apply` wrote it); `None`: the built-in default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_strategy: Option<String>,
+    /// Where `default_strategy` came from (the evaluation that chose it), for `stats` and
+    /// `--explain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_strategy_from: Option<String>,
     /// The `ckeep` version that created the store.
     pub created_by: String,
 }

@@ -73,7 +73,11 @@ pub fn run(
     no_cache: bool,
     out: &Output,
 ) -> anyhow::Result<ExitCode> {
-    let mut strategy = args.strategy.clone().unwrap_or_default();
+    let mut engine = super::open(store)?;
+    let mut strategy = match &args.strategy {
+        Some(s) => s.clone(),
+        None => engine.default_strategy()?,
+    };
     let repr = args.repr.as_deref().map(ckeep_engine::parse_representations);
     StrategyOverrides {
         k: args.k.map(|k| k as usize),
@@ -94,7 +98,6 @@ pub fn run(
     if let Some(k) = args.rerank_k {
         strategy.rerank_k = k;
     }
-    let mut engine = super::open(store)?;
     // The model is loaded only when the query needs it.
     if strategy.mode.needs_model() {
         let spec = engine.model_for(strategy.model.as_deref())?;

@@ -55,7 +55,13 @@ impl RequestFilter {
 }
 
 impl SearchBody {
-    fn into_request(self, limits: &crate::Limits) -> Result<SearchRequest, ApiError> {
+    /// The engine's request: the strategy fields laid over `default` (the store's default
+    /// strategy), checked against the server's limits.
+    fn into_request(
+        self,
+        limits: &crate::Limits,
+        default: ckeep_engine::Strategy,
+    ) -> Result<SearchRequest, ApiError> {
         if let Some(name) = self.unknown.keys().next() {
             return Err(ApiError::new(
                 ErrorCode::InvalidRequest,
@@ -72,7 +78,7 @@ impl SearchBody {
                 limits.max_query_bytes
             )));
         }
-        let strategy = self.strategy.resolve()?;
+        let strategy = self.strategy.resolve(default)?;
         if strategy.rerank.is_some() {
             // A client must not make the server call servers of its choosing.
             return Err(ApiError::invalid(
@@ -126,8 +132,15 @@ pub(crate) async fn run_search(
     state: &AppState,
     body: SearchBody,
 ) -> Result<SearchResponse, ApiError> {
-    let req = body.into_request(&state.config.limits)?;
-    state.workers.read(move |e| Ok(e.search(&req)?)).await
+    let limits = state.config.limits.clone();
+    state
+        .workers
+        .read(move |e| {
+            // The store's default strategy is read on the reader, as the search itself is.
+            let req = body.into_request(&limits, e.default_strategy()?)?;
+            Ok(e.search(&req)?)
+        })
+        .await
 }
 
 /// `POST /similar`: two texts compared by the mean of their top-k most similar chunk pairs,
