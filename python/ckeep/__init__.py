@@ -35,7 +35,7 @@ from ._ckeep import Store as _NativeStore
 if TYPE_CHECKING:
     import numpy
 
-from . import eval
+from . import _progress, eval
 from ._similarity import (
     ChunkPairMatch,
     MatchSide,
@@ -320,6 +320,37 @@ class Store:
         searches rescore their best candidates with the float32 vectors, which stay on disk
         (strategy keys ``oversample=N``, ``rescore=false``, ``quantize=`` to try one)."""
         self._native.quantize(kind, repr)
+
+    def recommend(
+        self,
+        *,
+        dataset: PathLike | None = None,
+        split: str = "test",
+        set_out: PathLike | None = None,
+        count: int = 200,
+        seed: int = 42,
+        generator: str = "ict",
+        strategies: Sequence[str] = (),
+        metric: str = "ndcg@10",
+        folds: int = 5,
+        model: str | None = None,
+        work_dir: str | None = None,
+        apply: bool = False,
+        progress: Any = None,
+    ) -> eval.Recommendation:
+        """Which strategy works on this store's documents, as ``ckeep eval recommend``:
+        candidates (``strategies``, with ``{a,b}`` groups; default BM25's classic parameters
+        and, with a model, dense and fused modes) compared on a test set made from the store
+        (``generator``, ``count``, ``seed``; kept in ``set_out``) or on ``dataset``. With
+        ``apply``, a winner whose gain is confident becomes the store's default strategy, which
+        :meth:`search` (and the LangChain and LlamaIndex retrievers) use when no strategy is
+        named; an explicit argument still wins."""
+        raw = json.loads(self._native.recommend(
+            dataset=None if dataset is None else os.fspath(dataset), split=split,
+            set_out=None if set_out is None else os.fspath(set_out), count=count, seed=seed,
+            generator=generator, strategies=list(strategies), metric=metric, folds=folds,
+            model=model, work_dir=work_dir, apply=apply, progress=_progress.callback(progress)))
+        return eval.Recommendation._from_json(raw)
 
     def stats(self) -> dict[str, Any]:
         """``ckeep stats --json``: the manifest (chunker, analyzer, model) and the counts."""

@@ -8,6 +8,10 @@ eval run``) and score any system's run against relevance judgements (:func:`metr
 ...                model="all-MiniLM-L6-v2", metrics=["ndcg@10", "recall@100"])
 >>> print(cmp)                # the CLI's table
 >>> cmp.to_pandas()           # one row per strategy
+
+On your own documents, without judgments: :func:`synth` makes a test set (as ``ckeep eval
+synth``), and :meth:`ckeep.Store.recommend` compares strategies on one (as ``ckeep eval
+recommend``) and can make the winner the store's default.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from . import _ckeep, _progress
 from ._similarity import _existing
 
-__all__ = ["Comparison", "Evaluation", "StrategyScores", "metrics", "run"]
+__all__ = ["Candidate", "Comparison", "Evaluation", "Recommendation", "StrategyScores",
+           "metrics", "run", "synth"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 StrategySpec = Union[str, Mapping[str, Any]]
@@ -219,3 +224,87 @@ def metrics(
                                          per_query=per_query))
     return Evaluation(queries=raw["queries"], metrics=raw["metrics"], means=raw["means"],
                       missing_from_run=raw["missing_from_run"], per_query=raw.get("per_query"))
+
+
+def synth(
+    out: PathLike,
+    paths: Optional[PathLike | Iterable[PathLike]] = None,
+    *,
+    dataset: Optional[PathLike] = None,
+    split: str = "test",
+    store: Optional[PathLike] = None,
+    count: int = 200,
+    seed: int = 42,
+    generator: str = "ict",
+) -> dict[str, Any]:
+    """Makes a test set from documents, as ``ckeep eval synth``: files or folders (``paths``,
+    read as ``add`` reads them), an evaluation ``dataset``'s documents, or a ``store``'s.
+    Writes ``queries.jsonl``, ``docs.jsonl`` and ``synth.json`` into ``out``, so
+    ``run(out, ...)`` scores it (held-out text masked); returns the report (queries made, and
+    what the near-copy and bleed checks dropped or judged). ``generator``: ``"ict"`` (a held-
+    out sentence is the query) or ``"title"`` (titles and headings)."""
+    if paths is not None and not isinstance(paths, (str, os.PathLike)):
+        path_list: Optional[list[str]] = [os.fspath(p) for p in paths]
+    else:
+        path_list = None if paths is None else [os.fspath(paths)]
+    raw = json.loads(_ckeep.eval_synth(
+        os.fspath(out), paths=path_list, dataset=None if dataset is None else os.fspath(dataset),
+        split=split, store=None if store is None else os.fspath(store), count=count, seed=seed,
+        generator=generator))
+    return raw["report"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate of :class:`Recommendation`: its mean, its margin over the store's default
+    with a 95 % paired bootstrap interval and a randomisation test's p, and its cost."""
+
+    strategy: str
+    mean: float
+    margin: float
+    margin_ci: tuple[float, float]
+    p_value: float
+    query_ms: float
+    index_bytes: int
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """``ckeep eval recommend --json``: the candidates (the first is the store's default), the
+    ``winner`` (best mean), whether its gain is ``confident`` (interval above zero), the
+    out-of-fold worth of choosing this way, and whether it was ``applied``."""
+
+    dataset: str
+    queries: int
+    metric: str
+    candidates: list[Candidate]
+    winner: int
+    confident: bool
+    out_of_fold: float
+    folds: int
+    applied: bool
+
+    @property
+    def best(self) -> Candidate:
+        """The recommended candidate."""
+        return self.candidates[self.winner]
+
+    def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame`` (needs pandas): one row per candidate."""
+        import pandas as pd
+
+        rows = [{"strategy": c.strategy, self.metric: c.mean, "margin": c.margin,
+                 "ci_low": c.margin_ci[0], "ci_high": c.margin_ci[1], "p_value": c.p_value,
+                 "query_ms": c.query_ms, "index_bytes": c.index_bytes} for c in self.candidates]
+        return pd.DataFrame(rows).set_index("strategy")
+
+    @classmethod
+    def _from_json(cls, raw: dict[str, Any]) -> "Recommendation":
+        r = raw["recommendation"]
+        return cls(dataset=r["dataset"], queries=r["queries"], metric=r["metric"],
+                   candidates=[Candidate(strategy=c["strategy"], mean=c["mean"],
+                                         margin=c["margin"], margin_ci=tuple(c["margin_ci"]),
+                                         p_value=c["p_value"], query_ms=c["query_ms"],
+                                         index_bytes=c["index_bytes"]) for c in r["candidates"]],
+                   winner=r["winner"], confident=r["confident"], out_of_fold=r["out_of_fold"],
+                   folds=r["folds"], applied=raw["applied"])

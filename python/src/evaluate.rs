@@ -127,3 +127,44 @@ pub fn eval_metrics(
         Ok(evaluate(&qrels, &run, &metrics).to_json(per_query).to_string())
     })
 }
+
+/// Makes a test set from documents (files as `ckeep add` reads them, a dataset's, or a
+/// store's) into `out`: `ckeep eval synth --json`'s report.
+#[pyfunction]
+#[pyo3(signature = (out, *, paths=None, dataset=None, split="test".to_string(), store=None,
+    count=200, seed=42, generator="ict".to_string()))]
+#[allow(clippy::too_many_arguments)]
+pub fn eval_synth(
+    py: Python<'_>,
+    out: PathBuf,
+    paths: Option<Vec<PathBuf>>,
+    dataset: Option<PathBuf>,
+    split: String,
+    store: Option<String>,
+    count: usize,
+    seed: u64,
+    generator: String,
+) -> PyResult<String> {
+    use ckeep_eval::synth;
+    detached(py, || {
+        let docs = match (paths, dataset, store) {
+            (Some(paths), None, None) => {
+                let loader = ckeep_text::Loader::default();
+                let mut docs = Vec::new();
+                for source in loader.sources(&paths)? {
+                    docs.extend(loader.load(&source)?.documents);
+                }
+                docs
+            }
+            (None, Some(dir), None) => dataset::load(Some(&dir), &split, None, false)?.docs,
+            (None, None, Some(location)) => {
+                let engine = ckeep_engine::Engine::new(ckeep_store::open(&location)?);
+                ckeep_eval::recommend::documents_of(&engine, &mut |_, _| {})?
+            }
+            _ => anyhow::bail!(usage("give exactly one of paths, dataset or store")),
+        };
+        let opts = synth::SynthOptions::new(count, seed, generator.parse()?);
+        let report = synth::make(&docs, &opts, &out)?;
+        Ok(serde_json::json!({"out": out.display().to_string(), "report": report}).to_string())
+    })
+}

@@ -33,6 +33,7 @@ fn _ckeep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study::pairs, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::eval_run, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::eval_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate::eval_synth, m)?)?;
     m.add_function(wrap_pyfunction!(known_extensions, m)?)?;
     Ok(())
 }

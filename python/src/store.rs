@@ -350,6 +350,77 @@ impl Store {
         })
     }
 
+    /// `ckeep eval recommend --json`: candidates compared on a test set made from the
+    /// store's documents (or `dataset`), the best recommended with its evidence, and with
+    /// `apply` made the store's default when its gain is confident.
+    #[pyo3(signature = (*, dataset=None, split="test".to_string(), set_out=None, count=200,
+        seed=42, generator="ict".to_string(), strategies=Vec::new(),
+        metric="ndcg@10".to_string(), folds=5, model=None, work_dir=None, apply=false,
+        progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn recommend(
+        &self,
+        py: Python<'_>,
+        dataset: Option<PathBuf>,
+        split: String,
+        set_out: Option<PathBuf>,
+        count: usize,
+        seed: u64,
+        generator: String,
+        strategies: Vec<String>,
+        metric: String,
+        folds: usize,
+        model: Option<String>,
+        work_dir: Option<String>,
+        apply: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        use ckeep_eval::{recommend as rec, synth};
+        detached(py, || {
+            let metric: ckeep_eval::Metric = metric.parse()?;
+            let tmp = tempfile::Builder::new().prefix("ckeep-set-").tempdir()?;
+            let set_dir = if let Some(dir) = dataset {
+                dir
+            } else {
+                let dir = set_out.unwrap_or_else(|| tmp.path().join("set"));
+                let opts = synth::SynthOptions::new(count, seed, generator.parse()?);
+                let docs = self.read(|e| Ok(rec::documents_of(e, &mut |_, _| {})?))?;
+                synth::make(&docs, &opts, &dir)?;
+                dir
+            };
+            let data = ckeep_eval::dataset::load_dir(&set_dir, &split)?;
+            if data.queries.is_empty() {
+                bail!(usage(format!("{} has no judged queries", data.name)));
+            }
+            let model = model.or_else(|| self.model.clone());
+            let (offered, evaluated) =
+                self.read(|e| Ok(rec::candidates(Some(e), &strategies, model.as_deref())?))?;
+            let work = work_dir.unwrap_or_else(|| tmp.path().join("indexes").display().to_string());
+            let mut models = |spec: &str| self.models.get(spec).map_err(ckeep_engine::Error::Embed);
+            let mut report_progress = crate::progress::reporter(progress.as_ref());
+            let comparison = ckeep_eval::experiment::run(
+                &data,
+                &evaluated,
+                &[metric],
+                &work,
+                &mut models,
+                None,
+                &mut report_progress,
+            )?;
+            let ids: Vec<&str> = data.queries.iter().map(|q| q.id.as_str()).collect();
+            let found = rec::recommend(&comparison, &offered, &ids, folds.max(2), seed);
+            let applied = if apply {
+                let mut guard = self.writer(false)?;
+                let engine = guard.as_mut().context("the store is not open")?;
+                rec::apply(engine, &offered, &found)?
+            } else {
+                rec::Applied::NotConfident
+            };
+            let applied = apply && applied == rec::Applied::Applied;
+            Ok(json!({"recommendation": found, "applied": applied}).to_string())
+        })
+    }
+
     /// `ckeep stats --json`.
     fn stats(&self, py: Python<'_>) -> PyResult<String> {
         detached(py, || self.read(|engine| Ok(serde_json::to_string(&engine.summary()?)?)))

@@ -65,7 +65,9 @@ fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
         Command::Stats => commands::admin::stats(store, out),
         Command::Rm(a) => commands::admin::rm(store, a, out),
         Command::Check => commands::admin::check(store, out),
-        Command::Eval(e) => commands::eval::run(&e.command, cli.global.no_cache, out),
+        Command::Eval(e) => {
+            commands::eval::run(&e.command, &cli.global.store, cli.global.no_cache, out)
+        }
         Command::Embed(a) => commands::embed::run(a, cli.global.no_cache, out),
         Command::Model(m) => commands::model::run(&m.command, out),
         Command::Similar(a) => commands::similar::run(a, cli.global.no_cache, out),

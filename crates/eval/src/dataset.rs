@@ -50,6 +50,9 @@ pub struct Dataset {
     /// Corpus records left out because their text is empty (`FILE:LINE: why`); no system can
     /// retrieve them, and `eval run --strict` refuses the dataset instead.
     pub skipped: Vec<String>,
+    /// Spans the queries' `mask` fields removed from the corpus (synthetic sets, see
+    /// [`crate::synth`]), so held-out text is not found word for word.
+    pub masked: usize,
     /// The fields strategies that name no representation search: title and text for BEIR
     /// (as its published figures index them), the text elsewhere; `--fields` overrides.
     pub fields: ckeep_engine::Fields,
@@ -161,6 +164,7 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<Dataset, Error> {
         qrels,
         passages: std::collections::HashMap::new(),
         skipped,
+        masked: 0,
         fields: ckeep_engine::Fields::TitleText,
     })
 }
@@ -236,9 +240,10 @@ pub fn load_longdoc_at(
     queries_path: &Path,
     passages: bool,
 ) -> Result<Dataset, Error> {
-    let (docs, skipped) = load_docs(docs_path)?;
+    let (mut docs, skipped) = load_docs(docs_path)?;
     let mut qrels = Qrels::default();
     let mut queries = Vec::new();
+    let mut masks: Vec<(String, bool, usize, usize)> = Vec::new();
     let (objects, mut problems) = jsonl(queries_path)?;
     for (line, obj) in objects {
         let (Some(id), Some(text), Some(doc)) = (
@@ -279,22 +284,40 @@ pub fn load_longdoc_at(
         if obj.get("is_impossible") == Some(&Value::Bool(true)) {
             continue; // SQuAD v2 unanswerable questions have no relevant document
         }
+        match mask_spans(&obj) {
+            Ok(found) => masks.extend(found),
+            Err(message) => problems.push((line, message)),
+        }
         let judged = if passages {
             let Some(pid) = string_field(&obj, &["pid"]) else {
                 problems.push((line, "passage relevance needs a `pid`".to_string()));
                 continue;
             };
-            pid
+            vec![pid]
         } else {
-            doc
+            let mut judged = vec![doc];
+            match obj.get("relevant") {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(more)) if more.iter().all(Value::is_string) => {
+                    judged.extend(more.iter().filter_map(Value::as_str).map(str::to_string));
+                }
+                Some(_) => problems.push((line, "`relevant` must be an array of ids".into())),
+            }
+            judged
         };
-        qrels.0.entry(id.clone()).or_default().insert(judged, 1);
+        for j in judged {
+            qrels.0.entry(id.clone()).or_default().insert(j, 1);
+        }
         queries.push(Query { id, text, answers });
     }
     if !problems.is_empty() {
         problems.sort_unstable();
         return Err(Error::Malformed { origin: queries_path.display().to_string(), problems });
     }
+    let masked = apply_masks(&mut docs, &masks).map_err(|m| Error::Malformed {
+        origin: queries_path.display().to_string(),
+        problems: vec![(0, m)],
+    })?;
     queries.sort_by(|a, b| a.id.cmp(&b.id));
     queries.dedup_by(|a, b| a.id == b.id);
     let name = docs_path
@@ -312,8 +335,77 @@ pub fn load_longdoc_at(
         qrels,
         passages,
         skipped,
+        masked,
         fields: ckeep_engine::Fields::Text,
     })
+}
+
+/// A query's `mask` spans: `(doc_id, in the title, start, end)` in characters.
+fn mask_spans(obj: &JsonObject) -> Result<Vec<(String, bool, usize, usize)>, String> {
+    let items = match obj.get("mask") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err("`mask` must be an array".into()),
+    };
+    items
+        .iter()
+        .map(|m| match (m["doc_id"].as_str(), m["start"].as_u64(), m["end"].as_u64()) {
+            (Some(doc), Some(start), Some(end)) if start <= end => {
+                let title = match m.get("field").and_then(Value::as_str) {
+                    None | Some("text") => false,
+                    Some("title") => true,
+                    Some(other) => return Err(format!("unknown mask field `{other}`")),
+                };
+                Ok((doc.to_string(), title, start as usize, end as usize))
+            }
+            _ => Err("a mask needs `doc_id`, `start` and `end` (start ≤ end)".into()),
+        })
+        .collect()
+}
+
+/// Removes every masked span (characters of the text or title) from its document; the number
+/// removed. A span outside its document, or naming no document, is an error: the set was made
+/// from other documents.
+fn apply_masks(
+    docs: &mut [Document],
+    masks: &[(String, bool, usize, usize)],
+) -> Result<usize, String> {
+    let mut by_doc: std::collections::HashMap<&str, Vec<(bool, usize, usize)>> =
+        std::collections::HashMap::new();
+    for (doc, title, start, end) in masks {
+        by_doc.entry(doc.as_str()).or_default().push((*title, *start, *end));
+    }
+    let mut removed = 0;
+    for doc in docs.iter_mut() {
+        let Some(spans) = by_doc.remove(doc.id.as_str()) else { continue };
+        for title in [false, true] {
+            let field = if title { &mut doc.title } else { &mut doc.text };
+            let mut spans: Vec<(usize, usize)> =
+                spans.iter().filter(|s| s.0 == title).map(|s| (s.1, s.2)).collect();
+            spans.sort_unstable();
+            spans.dedup();
+            let bytes: Vec<usize> =
+                field.char_indices().map(|(b, _)| b).chain([field.len()]).collect();
+            let mut kept = String::with_capacity(field.len());
+            let mut at = 0;
+            for (start, end) in spans {
+                let (Some(&s), Some(&e)) = (bytes.get(start), bytes.get(end)) else {
+                    return Err(format!("mask {start}..{end} is outside document `{}`", doc.id));
+                };
+                if s >= at {
+                    kept.push_str(&field[at..s]);
+                }
+                at = at.max(e);
+                removed += 1;
+            }
+            kept.push_str(&field[at..]);
+            *field = kept;
+        }
+    }
+    if let Some(doc) = by_doc.keys().next() {
+        return Err(format!("a mask names document `{doc}`, which is not in the corpus"));
+    }
+    Ok(removed)
 }
 
 /// Loads the fastbook-benchmark layout (see the module docs).
@@ -391,6 +483,7 @@ pub fn load_fastbook(dir: &Path, split: &str) -> Result<Dataset, Error> {
         qrels,
         passages: std::collections::HashMap::new(),
         skipped: Vec::new(),
+        masked: 0,
         fields: ckeep_engine::Fields::Text,
     })
 }
@@ -424,7 +517,11 @@ pub fn load_dir(dir: &Path, split: &str) -> Result<Dataset, Error> {
     }
     let (docs, queries): (PathBuf, PathBuf) = (dir.join("docs.jsonl"), dir.join("queries.jsonl"));
     if docs.is_file() && queries.is_file() {
-        return load_longdoc(&docs, &queries);
+        let mut data = load_longdoc(&docs, &queries)?;
+        if let Some(name) = dir.file_name() {
+            data.name = name.to_string_lossy().into_owned();
+        }
+        return Ok(data);
     }
     Err(Error::Malformed {
         origin: dir.display().to_string(),

@@ -35,6 +35,8 @@ pub struct StrategyResult {
     pub run: Run,
     /// Seconds spent querying.
     pub query_seconds: f64,
+    /// Disk size of the index the strategy ran on (its chunks, terms and vectors).
+    pub index_bytes: u64,
     /// Mean words of context a reader gets: the text of the top `context_k` results, per query.
     pub context_words: f64,
     /// The same in tokens of [`Comparison::token_model`]'s tokenizer, when one was given.
@@ -76,6 +78,7 @@ impl Comparison {
                     "means": by_metric(&self.metrics, &s.evaluation.means),
                     "p_values": by_metric(&self.metrics, &s.p_values),
                     "query_seconds": s.query_seconds,
+                    "index_bytes": s.index_bytes,
                     "context_words": s.context_words,
                     "context_tokens": s.context_tokens,
                 });
@@ -215,6 +218,7 @@ pub fn run(
             p_values,
             run,
             query_seconds: started.elapsed().as_secs_f64(),
+            index_bytes: ckeep_store::StoreRead::stats(engine.store())?.disk_bytes,
             context_words,
             context_tokens,
         });

@@ -24,8 +24,10 @@ pub mod pair_file;
 pub mod pair_study;
 pub mod pairs;
 pub mod plots;
+pub mod recommend;
 pub mod report;
 mod significance;
+pub mod synth;
 mod trec;
 pub mod tune;
 
@@ -34,7 +36,7 @@ pub use metrics::{Evaluation, Metric, evaluate};
 
 /// The metrics `ckeep eval` reports unless told otherwise.
 pub const DEFAULT_METRICS: &str = "ndcg@10,mrr@10,map,recall@100,p@10";
-pub use significance::{paired_randomization, paired_t_test};
+pub use significance::{paired_bootstrap_ci, paired_randomization, paired_t_test};
 pub use trec::{Qrels, Run};
 
 /// Evaluation failures: the user's input errors, but for [`Error::Io`], which may be the machine's.

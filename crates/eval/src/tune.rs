@@ -123,6 +123,24 @@ pub fn cross_validate(values: &[Vec<f64>], folds: usize, seed: u64) -> Tuning {
     Tuning { folds: choices, out_of_fold, mean }
 }
 
+/// `values[c][q]`: candidate `c`'s first metric on query `ids[q]`; a query a candidate retrieved
+/// nothing for scores 0, as it would in any ranking.
+pub fn per_query(c: &crate::experiment::Comparison, ids: &[&str]) -> Vec<Vec<f64>> {
+    c.strategies
+        .iter()
+        .map(|s| {
+            let e = &s.evaluation;
+            let at: std::collections::HashMap<&str, f64> = e
+                .queries
+                .iter()
+                .map(String::as_str)
+                .zip(e.per_query.iter().map(|v| v[0]))
+                .collect();
+            ids.iter().map(|q| at.get(q).copied().unwrap_or(0.0)).collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

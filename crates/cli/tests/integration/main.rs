@@ -10,6 +10,7 @@ mod eval;
 mod expansion;
 mod models;
 mod outputs;
+mod own_docs;
 mod portable;
 mod postgres;
 mod real_data;

@@ -1,15 +1,20 @@
 //! `ckeep eval`: score a run (`metrics`), compare strategies on a dataset (`run`), choose a
-//! strategy's parameters by cross-validation (`tune`).
+//! strategy's parameters by cross-validation (`tune`), make a test set from documents (`synth`), and
+//! recommend a strategy for a store (`recommend`).
 
 mod compare;
+mod recommend;
 mod run;
+mod synth;
 mod tune;
 
 use std::process::ExitCode;
 
 use crate::flags::eval_help;
 use clap::{Args, Subcommand};
+use recommend::EvalRecommendArgs;
 use run::{EvalMetricsArgs, EvalRunArgs};
+use synth::EvalSynthArgs;
 use tune::EvalTuneArgs;
 
 use crate::output::Output;
@@ -44,10 +49,34 @@ pub enum EvalCommand {
     /// first candidate, and — marked as optimistic — the best candidate over all queries.
     #[command(after_help = eval_help())]
     Tune(EvalTuneArgs),
+    /// Make a test set from your own documents (a store's, files', or a dataset's), with no
+    /// human judgments: queries, the documents that answer them, and answer text, in the
+    /// long-document layout `eval run` reads.
+    ///
+    /// Generators need no model: `ict` takes a sentence out of its document as the query,
+    /// `title` asks a document's title or headings. The held-out text is masked from the corpus
+    /// when the set is scored, so it is not found word for word. A query whose text stands
+    /// nearly word for word elsewhere in its document is dropped; one that stands in up to three
+    /// other documents makes them relevant too (and is masked there), in more it is dropped.
+    #[command(after_help = eval_help())]
+    Synth(EvalSynthArgs),
+    /// Which strategy works on this store's documents: candidates compared on a test set made
+    /// from them (or --dataset), with each one's margin over the store's default (95 % paired
+    /// bootstrap interval, randomisation test), cost (ms per query, index size) and an
+    /// out-of-fold estimate of choosing this way; --apply makes the winner the store's default.
+    #[command(after_help = eval_help())]
+    Recommend(EvalRecommendArgs),
 }
 
-pub fn run(cmd: &EvalCommand, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
+pub fn run(
+    cmd: &EvalCommand,
+    store: &str,
+    no_cache: bool,
+    out: &Output,
+) -> anyhow::Result<ExitCode> {
     match cmd {
+        EvalCommand::Synth(a) => synth::run(store, a, out),
+        EvalCommand::Recommend(a) => recommend::run(store, a, no_cache, out),
         EvalCommand::Metrics(a) => run::metrics(a, out),
         EvalCommand::Run(a) => run::run_strategies(a, no_cache, out),
         EvalCommand::Tune(a) => tune::run(a, no_cache, out),

@@ -1,7 +1,6 @@
 //! `ckeep eval tune`: strategy parameters chosen by k-fold cross-validation over queries (see
 //! `ckeep_eval::tune`), reported out of fold.
 
-use std::collections::HashMap;
 use std::process::ExitCode;
 
 use anyhow::bail;
@@ -78,7 +77,7 @@ pub fn run(args: &EvalTuneArgs, no_cache: bool, out: &Output) -> anyhow::Result<
     let runs = Runs { metrics: &metrics, tokens: None, no_cache };
     let comparison = compare(&args.data, &data, strategies, &runs, out)?;
     let ids: Vec<&str> = data.queries.iter().map(|q| q.id.as_str()).collect();
-    let values = per_query(&comparison, &ids);
+    let values = ckeep_eval::tune::per_query(&comparison, &ids);
     let tuning = cross_validate(&values, usize::from(args.folds), args.seed);
     print(args, &comparison, &values, &tuning, out)?;
     Ok(ExitCode::SUCCESS)
@@ -105,24 +104,6 @@ fn candidates(specs: &[String]) -> anyhow::Result<Vec<Strategy>> {
         )));
     }
     Ok(out)
-}
-
-/// `values[c][q]`: candidate `c`'s objective on query `ids[q]`; a query a candidate retrieved
-/// nothing for scores 0, as it would in any ranking.
-fn per_query(c: &Comparison, ids: &[&str]) -> Vec<Vec<f64>> {
-    c.strategies
-        .iter()
-        .map(|s| {
-            let e = &s.evaluation;
-            let at: HashMap<&str, f64> = e
-                .queries
-                .iter()
-                .map(String::as_str)
-                .zip(e.per_query.iter().map(|v| v[0]))
-                .collect();
-            ids.iter().map(|q| at.get(q).copied().unwrap_or(0.0)).collect()
-        })
-        .collect()
 }
 
 fn mean(v: &[f64]) -> f64 {

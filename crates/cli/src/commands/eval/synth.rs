@@ -1,0 +1,144 @@
+//! `ckeep eval synth`: a test set made from the user's own documents (see `ckeep_eval::synth`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use ckeep_core::Document;
+use ckeep_eval::synth::{self, Generator, SynthOptions};
+use ckeep_store::StoreRead;
+use clap::Args;
+
+use crate::UsageError;
+use crate::commands::ingest::check_inputs;
+use crate::flags::LoadFlags;
+use crate::output::{Output, outln};
+
+#[derive(Debug, Args)]
+pub struct EvalSynthArgs {
+    /// Files or folders to make queries from, read as `ckeep add` reads them (JSONL, Markdown,
+    /// text, PDF, HTML, EPUB, DOCX, notebooks). Without --docs or --dataset, the documents of
+    /// the store (`--store`).
+    #[arg(long, value_name = "PATH", num_args = 1.., conflicts_with = "dataset")]
+    pub docs: Vec<PathBuf>,
+    /// The documents of an evaluation dataset (any layout `eval run --dataset` reads), to
+    /// compare a synthetic set with the dataset's human judgments.
+    #[arg(long, value_name = "DIR")]
+    pub dataset: Option<PathBuf>,
+    /// The split of --dataset (BEIR qrels split; `all` for fastbook-benchmark).
+    #[arg(long, default_value = "test", requires = "dataset")]
+    pub split: String,
+    /// Write queries.jsonl, docs.jsonl and synth.json here: `ckeep eval run --dataset DIR`
+    /// scores the set (with its held-out text masked).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Queries to make.
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub count: u32,
+    /// Seed of the sampling of documents and passages.
+    #[arg(long, value_name = "N", default_value_t = 42)]
+    pub seed: u64,
+    /// How queries are made: `ict` (inverse cloze: a sentence taken out of its document is the
+    /// query) or `title` (a document's title or a Markdown heading is the query).
+    #[arg(long, value_name = "NAME", default_value = "ict", value_parser = parse_generator)]
+    pub generator: Generator,
+    #[command(flatten)]
+    pub load: LoadFlags,
+}
+
+pub(super) fn parse_generator(s: &str) -> Result<Generator, String> {
+    s.parse().map_err(|e: ckeep_eval::Error| e.to_string())
+}
+
+pub fn run(store: &str, args: &EvalSynthArgs, out: &Output) -> anyhow::Result<ExitCode> {
+    let (docs, origin) = documents(store, args, out)?;
+    let opts = SynthOptions::new(args.count as usize, args.seed, args.generator);
+    let report = synth::make(&docs, &opts, &args.out)?;
+    if report.queries < report.requested {
+        out.warn(format!(
+            "made {} of the {} queries asked for: {} of {} documents give a `{}` query",
+            report.queries,
+            report.requested,
+            report.documents_with_candidates,
+            report.documents,
+            report.generator
+        ));
+    }
+    if out.json {
+        out.print_json(&serde_json::json!({
+            "source": origin, "out": args.out.display().to_string(), "report": report,
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "{} `{}` queries from {} of {} documents of {origin} (seed {})",
+        report.queries,
+        report.generator,
+        report.documents_used,
+        report.documents,
+        report.seed
+    );
+    outln!(
+        "checks: {} dropped as near copies within their document, {} as boilerplate (in more \
+         than {} other documents); {} other documents judged relevant where the text also stands",
+        report.near_copy_dropped,
+        report.bleed_dropped,
+        opts.max_bleed,
+        report.bleed_relevant_added
+    );
+    outln!(
+        "{} held-out spans are masked when the set is scored; written to {}",
+        report.masked_spans,
+        args.out.display()
+    );
+    outln!(
+        "next: ckeep eval run --dataset {} --strategy mode=bm25 --strategy …",
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The documents to make queries from, and what to call where they came from.
+fn documents(
+    store: &str,
+    args: &EvalSynthArgs,
+    out: &Output,
+) -> anyhow::Result<(Vec<Document>, String)> {
+    if let Some(dir) = &args.dataset {
+        let data = ckeep_eval::dataset::load(Some(dir), &args.split, None, false)?;
+        return Ok((data.docs, data.name));
+    }
+    if !args.docs.is_empty() {
+        let loader = args.load.loader();
+        let sources = loader.sources(&args.docs)?;
+        if sources.is_empty() {
+            bail!(UsageError(format!(
+                "no loadable files under the --docs paths (known extensions: {})",
+                ckeep_text::load::KNOWN_EXTENSIONS
+            )));
+        }
+        let checked = check_inputs(&loader, sources, args.load.keep_going, "used", out)?;
+        let mut docs = Vec::new();
+        for (source, loaded) in checked.loaded {
+            let loaded = match loaded {
+                Some(l) => l,
+                None => loader.load(&source)?,
+            };
+            docs.extend(loaded.documents);
+        }
+        return Ok((docs, "the --docs files".into()));
+    }
+    let engine = super::super::open(store)?;
+    let store_read = engine.store();
+    let ids = store_read.document_ids()?;
+    let bar = out.progress(ids.len() as u64, "reading documents");
+    let mut docs = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(d) = store_read.document(&id)? {
+            docs.push(d.document);
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok((docs, format!("the store {store}")))
+}
