@@ -236,13 +236,18 @@ def synth(
     count: int = 200,
     seed: int = 42,
     generator: str = "ict",
+    llm: str = "qwen2.5-coder-0.5b-instruct",
+    prompt: Optional[str] = None,
+    progress: _progress.Progress = None,
 ) -> dict[str, Any]:
     """Makes a test set from documents, as ``ckeep eval synth``: files or folders (``paths``,
     read as ``add`` reads them), an evaluation ``dataset``'s documents, or a ``store``'s.
     Writes ``queries.jsonl``, ``docs.jsonl`` and ``synth.json`` into ``out``, so
     ``run(out, ...)`` scores it (held-out text masked); returns the report (queries made, and
     what the near-copy and bleed checks dropped or judged). ``generator``: ``"ict"`` (a held-
-    out sentence is the query) or ``"title"`` (titles and headings)."""
+    out sentence is the query), ``"title"`` (titles and headings) or ``"llm"`` (the language
+    model ``llm`` writes the query a passage answers, asked with ``prompt``, a text holding
+    ``{passage}``)."""
     if paths is not None and not isinstance(paths, (str, os.PathLike)):
         path_list: Optional[list[str]] = [os.fspath(p) for p in paths]
     else:
@@ -250,7 +255,7 @@ def synth(
     raw = json.loads(_ckeep.eval_synth(
         os.fspath(out), paths=path_list, dataset=None if dataset is None else os.fspath(dataset),
         split=split, store=None if store is None else os.fspath(store), count=count, seed=seed,
-        generator=generator))
+        generator=generator, llm=llm, prompt=prompt, progress=_progress.callback(progress)))
     return raw["report"]
 
 

@@ -132,7 +132,8 @@ pub fn eval_metrics(
 /// store's) into `out`: `ckeep eval synth --json`'s report.
 #[pyfunction]
 #[pyo3(signature = (out, *, paths=None, dataset=None, split="test".to_string(), store=None,
-    count=200, seed=42, generator="ict".to_string()))]
+    count=200, seed=42, generator="ict".to_string(),
+    llm="qwen2.5-coder-0.5b-instruct".to_string(), prompt=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn eval_synth(
     py: Python<'_>,
@@ -144,6 +145,9 @@ pub fn eval_synth(
     count: usize,
     seed: u64,
     generator: String,
+    llm: String,
+    prompt: Option<String>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     use ckeep_eval::synth;
     detached(py, || {
@@ -164,7 +168,24 @@ pub fn eval_synth(
             _ => anyhow::bail!(usage("give exactly one of paths, dataset or store")),
         };
         let opts = synth::SynthOptions::new(count, seed, generator.parse()?);
-        let report = synth::make(&docs, &opts, &out)?;
+        let report = if opts.generator == synth::Generator::Llm {
+            let model = synth::llm::open_model(&llm)?;
+            let writer = synth::llm::QueryWriter::new(model.as_ref(), prompt)?;
+            let mut report_progress = crate::progress::reporter(progress.as_ref());
+            let mut step = |done, total| report_progress("asking the model", done, total);
+            let (queries, report) = synth::synthesize_with(&docs, &opts, Some(&writer), &mut step)?;
+            synth::write(&out, &docs, &queries, &report)?;
+            if let Some(why) = &report.stopped {
+                anyhow::bail!(
+                    "{why}\n{} queries made before it stopped are in {}",
+                    report.queries,
+                    out.display()
+                );
+            }
+            report
+        } else {
+            synth::make(&docs, &opts, &out)?
+        };
         Ok(serde_json::json!({"out": out.display().to_string(), "report": report}).to_string())
     })
 }

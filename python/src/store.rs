@@ -382,7 +382,7 @@ impl Store {
             let set_dir = if let Some(dir) = dataset {
                 dir
             } else {
-                let dir = set_out.unwrap_or_else(|| tmp.path().join("set"));
+                let dir = set_out.unwrap_or_else(|| tmp.path().join(format!("{generator}-set")));
                 let opts = synth::SynthOptions::new(count, seed, generator.parse()?);
                 let docs = self.read(|e| Ok(rec::documents_of(e, &mut |_, _| {})?))?;
                 synth::make(&docs, &opts, &dir)?;

@@ -62,6 +62,9 @@ pub enum Error {
     /// The request itself is wrong (a missing or conflicting argument).
     #[error("{0}")]
     Invalid(String),
+    /// A language model failed (the `llm` generator of `eval synth`).
+    #[error(transparent)]
+    Generation(ckeep_llm::Error),
     /// A metric name could not be parsed.
     #[error(
         "unknown metric `{0}`; expected ndcg@K, mrr[@K], map[@K], recall@K, p@K, hit@K or contain@K"
@@ -76,6 +79,7 @@ impl Error {
         match self {
             Self::Io { source, .. } => ckeep_text::is_missing_path(source),
             Self::Malformed { .. } | Self::Invalid(_) | Self::Metric(_) => true,
+            Self::Generation(e) => e.is_user_error(),
         }
     }
 

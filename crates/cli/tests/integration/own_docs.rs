@@ -186,3 +186,75 @@ fn stores_and_files_that_give_no_set_are_refused_and_left_as_they_were() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("needs a model"), "{err}");
 }
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): the local language model and ../shared/data"]
+fn a_language_model_writes_queries_and_a_dead_server_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("unused");
+    let docs = scifact(dir.path(), 20);
+    let set = dir.path().join("set");
+    let made = json(
+        &store,
+        &[
+            "eval",
+            "synth",
+            "--docs",
+            &docs,
+            "--out",
+            set.to_str().unwrap(),
+            "--count",
+            "1",
+            "--generator",
+            "llm",
+        ],
+    );
+    assert_eq!(made["report"]["queries"], 1, "{made}");
+    assert!(made["report"]["model"].as_str().unwrap().contains("Qwen"), "{made}");
+    let line = std::fs::read_to_string(set.join("queries.jsonl")).unwrap();
+    let q: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    assert!(q["mask"].as_array().unwrap().is_empty());
+    let question = q["question"].as_str().unwrap();
+    assert!(question.split_whitespace().count() >= 2 && !question.contains('\n'), "{question}");
+
+    // A server that is not there: a runtime failure naming it, and no set written.
+    let dead = dir.path().join("dead");
+    let (code, err) = fails(
+        &store,
+        &[
+            "eval",
+            "synth",
+            "--docs",
+            &docs,
+            "--out",
+            dead.to_str().unwrap(),
+            "--generator",
+            "llm",
+            "--llm",
+            "http://127.0.0.1:9/v1#m",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("127.0.0.1:9"), "{err}");
+    assert!(!dead.join("queries.jsonl").exists());
+    // A prompt without the passage's place is the user's error.
+    let prompt = dir.path().join("prompt.txt");
+    std::fs::write(&prompt, "Write a query.").unwrap();
+    let (code, err) = fails(
+        &store,
+        &[
+            "eval",
+            "synth",
+            "--docs",
+            &docs,
+            "--out",
+            dead.to_str().unwrap(),
+            "--generator",
+            "llm",
+            "--prompt",
+            prompt.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("{passage}"), "{err}");
+}

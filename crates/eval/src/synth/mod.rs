@@ -7,6 +7,10 @@
 //! - `title`: a document's title, or a Markdown heading, is the query for its document (the
 //!   section's first sentence is the answer text).
 //!
+//! And `llm`: a language model writes the query a passage (a sentence with its neighbours)
+//! answers ([`llm::QueryWriter`]); nothing is masked, and a query that copies corpus text is
+//! dropped.
+//!
 //! A held-out sentence or title would be found word for word, which rewards lexical matching,
 //! so each query carries `mask` spans: [`crate::dataset`] removes them from the corpus before a
 //! set is scored. Two checks keep a set honest: a query whose text stands nearly word for word
@@ -16,10 +20,13 @@
 //! boilerplate. Sampling is seeded and spread: documents in a shuffled round robin, and within a
 //! document positions in a low-discrepancy order, so sections of long documents are all visited.
 
+mod files;
+pub mod llm;
 mod overlap;
 
+pub use files::{make, write};
+
 use std::collections::{BTreeSet, HashSet};
-use std::path::Path;
 use std::str::FromStr;
 
 use ckeep_core::Document;
@@ -43,17 +50,20 @@ pub enum Generator {
     Ict,
     /// A title or heading is the query.
     Title,
+    /// A language model writes the query a passage answers.
+    Llm,
 }
 
 impl Generator {
     /// Every generator, for `--help` and errors.
-    pub const ALL: [Generator; 2] = [Generator::Ict, Generator::Title];
+    pub const ALL: [Generator; 3] = [Generator::Ict, Generator::Title, Generator::Llm];
 
     /// The name users type.
     pub fn name(self) -> &'static str {
         match self {
             Generator::Ict => "ict",
             Generator::Title => "title",
+            Generator::Llm => "llm",
         }
     }
 }
@@ -183,6 +193,13 @@ pub struct SynthReport {
     pub bleed_relevant_added: usize,
     /// Spans the scored corpus leaves out.
     pub masked_spans: usize,
+    /// Dropped (`llm`): the model's answer was empty, too long or not text.
+    pub unusable_answers: usize,
+    /// The language model that wrote the queries (`llm`).
+    pub model: Option<String>,
+    /// Why making queries stopped early (a model server that failed); the queries made before
+    /// are kept.
+    pub stopped: Option<String>,
     /// The analyzer whose terms the checks compare.
     pub analyzer: &'static str,
     /// Query length bounds, in words.
@@ -209,38 +226,37 @@ struct Candidate {
     unit: Option<usize>,
     /// Sentences that may answer it, best first: unit and byte span.
     answers: Vec<(usize, usize, usize)>,
+    /// The passage around it (byte span), which the `llm` generator reads.
+    passage: (usize, usize),
 }
 
-/// Makes a test set from `docs` (see the module docs). An error only when no document can give
-/// a query at all; fewer queries than asked for is reported, not refused.
+/// Makes a test set from `docs` with a generator that needs no model (see the module docs).
+/// An error only when no document can give a query at all; fewer queries than asked for is
+/// reported, not refused.
 pub fn synthesize(
     docs: &[Document],
     opts: &SynthOptions,
 ) -> Result<(Vec<SynthQuery>, SynthReport), Error> {
+    synthesize_with(docs, opts, None, &mut |_, _| {})
+}
+
+/// [`synthesize`], with the model of the `llm` generator and `progress(made, wanted)`. A model
+/// that fails stops the work: with queries made, they are returned and
+/// [`SynthReport::stopped`] says why; with none, it is the error.
+pub fn synthesize_with(
+    docs: &[Document],
+    opts: &SynthOptions,
+    writer: Option<&llm::QueryWriter<'_>>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(Vec<SynthQuery>, SynthReport), Error> {
+    if opts.generator == Generator::Llm && writer.is_none() {
+        return Err(Error::Invalid("the `llm` generator needs a language model".into()));
+    }
     if docs.is_empty() {
         return Err(Error::Invalid("no documents to make queries from".into()));
     }
     let analyzer = Analyzer::detect(docs.iter().map(|d| d.text.as_str()));
-    let mut index = OverlapIndex::new(analyzer);
-    let mut per_doc: Vec<Vec<Candidate>> = Vec::with_capacity(docs.len());
-    let mut rng = SplitMix64(opts.seed);
-    for (d, doc) in docs.iter().enumerate() {
-        let sentences = ckeep_text::chunk::sentence_spans(&doc.text);
-        let units: Vec<usize> = sentences
-            .iter()
-            .map(|s| index.add(d, Some((s.start, s.end)), s.slice(&doc.text)))
-            .collect();
-        let title_unit = (!doc.title.trim().is_empty()).then(|| index.add(d, None, &doc.title));
-        let spans: Vec<(usize, usize)> = sentences.iter().map(|s| (s.start, s.end)).collect();
-        let found = match opts.generator {
-            Generator::Ict => ict_candidates(doc, &spans, &units, opts),
-            Generator::Title => title_candidates(doc, &spans, &units, title_unit, opts),
-        };
-        let offset = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
-        let order = spread_order(found.len(), offset);
-        let mut ordered: Vec<Option<Candidate>> = found.into_iter().map(Some).collect();
-        per_doc.push(order.into_iter().filter_map(|i| ordered[i].take()).collect());
-    }
+    let (index, per_doc) = candidates(docs, opts, analyzer);
     let mut report = SynthReport {
         generator: opts.generator,
         seed: opts.seed,
@@ -254,11 +270,18 @@ pub fn synthesize(
         bleed_dropped: 0,
         bleed_relevant_added: 0,
         masked_spans: 0,
+        unusable_answers: 0,
+        model: writer.map(|w| w.name().to_string()),
+        stopped: None,
         analyzer: analyzer.name(),
         min_words: opts.min_words,
         max_words: opts.max_words,
-        masking: "each query's own text, and its near copies in other documents, are removed \
-                  from the corpus the set is scored on (the `mask` spans)",
+        masking: if opts.generator == Generator::Llm {
+            "none: a query that copies corpus text nearly word for word is dropped instead"
+        } else {
+            "each query's own text, and its near copies in other documents, are removed from \
+             the corpus the set is scored on (the `mask` spans)"
+        },
     };
     if report.documents_with_candidates == 0 {
         return Err(Error::Invalid(no_candidates(docs.len(), opts)));
@@ -276,9 +299,22 @@ pub fn synthesize(
                 let Some(answer) = taken.answer_for(c) else { continue };
                 progressed = true;
                 report.tried += 1;
-                if let Some(q) = check(docs, d, c, answer, &index, opts, &mut taken, &mut report) {
+                let made = match writer {
+                    Some(w) => match llm_check(docs, d, c, &index, opts, w, &mut report) {
+                        Ok(made) => made,
+                        Err(e) if queries.is_empty() => return Err(e),
+                        Err(e) => {
+                            report.stopped = Some(e.to_string());
+                            break 'rounds;
+                        }
+                    },
+                    None => check(docs, d, c, answer, &index, opts, &mut taken, &mut report),
+                };
+                if let Some(q) = made {
+                    taken.take(c, answer);
                     used_docs.insert(d);
                     queries.push(q);
+                    progress(queries.len() as u64, opts.count as u64);
                 }
                 break;
             }
@@ -299,9 +335,39 @@ pub fn synthesize(
     Ok((queries, report))
 }
 
+/// Every document's sentences and title in an overlap index, and each document's candidates in
+/// its spread order (seeded).
+fn candidates(
+    docs: &[Document],
+    opts: &SynthOptions,
+    analyzer: Analyzer,
+) -> (OverlapIndex, Vec<Vec<Candidate>>) {
+    let mut index = OverlapIndex::new(analyzer);
+    let mut per_doc: Vec<Vec<Candidate>> = Vec::with_capacity(docs.len());
+    let mut rng = SplitMix64(opts.seed);
+    for (d, doc) in docs.iter().enumerate() {
+        let sentences = ckeep_text::chunk::sentence_spans(&doc.text);
+        let units: Vec<usize> = sentences
+            .iter()
+            .map(|s| index.add(d, Some((s.start, s.end)), s.slice(&doc.text)))
+            .collect();
+        let title_unit = (!doc.title.trim().is_empty()).then(|| index.add(d, None, &doc.title));
+        let spans: Vec<(usize, usize)> = sentences.iter().map(|s| (s.start, s.end)).collect();
+        let found = match opts.generator {
+            Generator::Ict | Generator::Llm => ict_candidates(doc, &spans, &units, opts),
+            Generator::Title => title_candidates(doc, &spans, &units, title_unit, opts),
+        };
+        let offset = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let order = spread_order(found.len(), offset);
+        let mut ordered: Vec<Option<Candidate>> = found.into_iter().map(Some).collect();
+        per_doc.push(order.into_iter().filter_map(|i| ordered[i].take()).collect());
+    }
+    (index, per_doc)
+}
+
 fn no_candidates(documents: usize, opts: &SynthOptions) -> String {
     let what = match opts.generator {
-        Generator::Ict => format!(
+        Generator::Ict | Generator::Llm => format!(
             "a document of at least 3 sentences with one of {}–{} words",
             opts.min_words, opts.max_words
         ),
@@ -330,6 +396,14 @@ impl Taken {
             return None;
         }
         c.answers.iter().find(|a| !self.masked.contains(&a.0)).copied()
+    }
+
+    /// Marks a query's own text and its answer as taken.
+    fn take(&mut self, c: &Candidate, answer: (usize, usize, usize)) {
+        if let Some(u) = c.unit {
+            self.masked.insert(u);
+        }
+        self.answers.insert(answer.0);
     }
 }
 
@@ -375,10 +449,6 @@ fn check(
         mask.push(mask_of(&docs[unit.doc], place));
         taken.masked.insert(u);
     }
-    if let Some(u) = c.unit {
-        taken.masked.insert(u);
-    }
-    taken.answers.insert(answer.0);
     let (_, start, end) = answer;
     Some(SynthQuery {
         qid: String::new(),
@@ -393,6 +463,56 @@ fn check(
         mask,
         generator: opts.generator,
     })
+}
+
+/// Asks the model for the query a candidate's passage answers; the query if it is usable and
+/// copies no corpus text. Documents where the passage's sentence also stands are relevant too.
+#[allow(clippy::too_many_arguments)]
+fn llm_check(
+    docs: &[Document],
+    d: usize,
+    c: &Candidate,
+    index: &OverlapIndex,
+    opts: &SynthOptions,
+    writer: &llm::QueryWriter<'_>,
+    report: &mut SynthReport,
+) -> Result<Option<SynthQuery>, Error> {
+    let doc = &docs[d];
+    let passage = &doc.text[c.passage.0..c.passage.1];
+    let Some(question) = writer.ask(passage, opts.max_words)? else {
+        report.unusable_answers += 1;
+        return Ok(None);
+    };
+    if !index.similar(&question, NEAR_COPY).is_empty() {
+        report.near_copy_dropped += 1;
+        return Ok(None);
+    }
+    let others: BTreeSet<usize> = index
+        .similar(&c.question, NEAR_COPY)
+        .into_iter()
+        .map(|u| index.units[u].doc)
+        .filter(|&o| o != d)
+        .collect();
+    if others.len() > opts.max_bleed {
+        report.bleed_dropped += 1;
+        return Ok(None);
+    }
+    report.bleed_relevant_added += others.len();
+    // The query asks about the whole passage, which is its answer text.
+    let (start, end) = c.passage;
+    Ok(Some(SynthQuery {
+        qid: String::new(),
+        question,
+        doc_id: doc.id.clone(),
+        relevant: others.iter().map(|&o| docs[o].id.clone()).collect(),
+        answers: vec![Answer {
+            text: doc.text[start..end].to_string(),
+            start: chars_before(&doc.text, start),
+            end: chars_before(&doc.text, end),
+        }],
+        mask: Vec::new(),
+        generator: opts.generator,
+    }))
 }
 
 fn mask_of(doc: &Document, place: Place) -> Mask {
@@ -440,7 +560,10 @@ fn ict_candidates(
                 return None;
             }
             let neighbours = [i + 1, i.wrapping_sub(1)];
+            let passage =
+                (sentences[i.saturating_sub(1)].0, sentences[(i + 1).min(sentences.len() - 1)].1);
             Some(Candidate {
+                passage,
                 question: text.split_whitespace().collect::<Vec<_>>().join(" "),
                 place: Place::Text(s, e),
                 unit: Some(units[i]),
@@ -470,6 +593,7 @@ fn title_candidates(
         let n = words(title);
         if n >= min && n <= opts.max_words {
             out.push(Candidate {
+                passage: (0, sentences[a].1),
                 question: title.to_string(),
                 place: Place::Title,
                 unit: Some(unit),
@@ -494,6 +618,7 @@ fn title_candidates(
         }
         let s = start + line.find(text).unwrap_or(0);
         out.push(Candidate {
+            passage: (start, sentences[a].1),
             question: text.to_string(),
             place: Place::Text(s, s + text.len()),
             unit: None,
@@ -526,56 +651,6 @@ fn spread_order(n: usize, offset: f64) -> Vec<usize> {
 /// The base-2 radical inverse: bits of `r` mirrored after the binary point.
 fn radical_inverse(r: u32) -> f64 {
     f64::from(r.reverse_bits()) / 4_294_967_296.0
-}
-
-/// Makes a set from `docs` and writes it into `dir` (see [`synthesize`] and [`write`]).
-pub fn make(docs: &[Document], opts: &SynthOptions, dir: &Path) -> Result<SynthReport, Error> {
-    let (queries, report) = synthesize(docs, opts)?;
-    write(dir, docs, &queries, &report)?;
-    Ok(report)
-}
-
-/// Writes a set: `queries.jsonl` (long-document layout, with `mask`), `docs.jsonl` (the corpus
-/// as read, unmasked, so `eval run --dataset DIR` scores it) and `synth.json` (the report).
-/// Each file is written beside its name and renamed into place, so a failure leaves no half file.
-///
-/// # Panics
-/// Never: the queries and the report are plain data, which always serialize.
-pub fn write(
-    dir: &Path,
-    docs: &[Document],
-    queries: &[SynthQuery],
-    report: &SynthReport,
-) -> Result<(), Error> {
-    let io = |path: &Path| {
-        let path = path.display().to_string();
-        move |source| Error::Io { path, source }
-    };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let mut docs_jsonl = String::new();
-    for d in docs {
-        let mut line = serde_json::json!({"doc_id": d.id, "title": d.title, "text": d.text});
-        if !d.metadata.is_null() {
-            line["metadata"] = d.metadata.clone();
-        }
-        docs_jsonl.push_str(&line.to_string());
-        docs_jsonl.push('\n');
-    }
-    let mut queries_jsonl = String::new();
-    for q in queries {
-        queries_jsonl.push_str(&serde_json::to_string(q).expect("plain data serializes"));
-        queries_jsonl.push('\n');
-    }
-    let report_json = serde_json::to_string_pretty(report).expect("plain data serializes") + "\n";
-    for (name, text) in
-        [("docs.jsonl", docs_jsonl), ("queries.jsonl", queries_jsonl), ("synth.json", report_json)]
-    {
-        let path = dir.join(name);
-        let partial = dir.join(format!(".{name}.partial"));
-        std::fs::write(&partial, text).map_err(io(&partial))?;
-        std::fs::rename(&partial, &path).map_err(io(&path))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -77,7 +77,8 @@ pub fn run(
     let set_dir = match (&args.dataset, &args.set_out) {
         (Some(dir), _) => dir.clone(),
         (None, dir) => {
-            let dir = dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+            let dir =
+                dir.clone().unwrap_or_else(|| tmp.path().join(format!("{}-set", args.generator)));
             let engine = engine.as_ref().expect("opened above");
             make_set(engine, &dir, args, out)?;
             dir

@@ -39,9 +39,19 @@ pub struct EvalSynthArgs {
     #[arg(long, value_name = "N", default_value_t = 42)]
     pub seed: u64,
     /// How queries are made: `ict` (inverse cloze: a sentence taken out of its document is the
-    /// query) or `title` (a document's title or a Markdown heading is the query).
+    /// query), `title` (a document's title or a Markdown heading is the query) or `llm` (a
+    /// language model writes the query a passage answers; see --llm).
     #[arg(long, value_name = "NAME", default_value = "ict", value_parser = parse_generator)]
     pub generator: Generator,
+    /// The language model of `--generator llm`: an installed name (`ckeep model pull`), a
+    /// `.gguf` file, or an OpenAI-compatible server as `URL#MODEL` (llama.cpp, Ollama, vLLM).
+    /// Answers are cached, so a second run asks nothing again.
+    #[arg(long, value_name = "MODEL", default_value = "qwen2.5-coder-0.5b-instruct")]
+    pub llm: String,
+    /// The prompt of `--generator llm`, from a file; `{passage}` stands for the passage
+    /// (default: the prompt in the reference page of `eval synth`).
+    #[arg(long, value_name = "FILE")]
+    pub prompt: Option<PathBuf>,
     #[command(flatten)]
     pub load: LoadFlags,
 }
@@ -53,7 +63,11 @@ pub(super) fn parse_generator(s: &str) -> Result<Generator, String> {
 pub fn run(store: &str, args: &EvalSynthArgs, out: &Output) -> anyhow::Result<ExitCode> {
     let (docs, origin) = documents(store, args, out)?;
     let opts = SynthOptions::new(args.count as usize, args.seed, args.generator);
-    let report = synth::make(&docs, &opts, &args.out)?;
+    let report = if args.generator == Generator::Llm {
+        with_llm(&docs, &opts, args, out)?
+    } else {
+        synth::make(&docs, &opts, &args.out)?
+    };
     if report.queries < report.requested {
         out.warn(format!(
             "made {} of the {} queries asked for: {} of {} documents give a `{}` query",
@@ -86,6 +100,9 @@ pub fn run(store: &str, args: &EvalSynthArgs, out: &Output) -> anyhow::Result<Ex
         opts.max_bleed,
         report.bleed_relevant_added
     );
+    if let Some(model) = &report.model {
+        outln!("written by {model}; {} unusable answers dropped", report.unusable_answers);
+    }
     outln!(
         "{} held-out spans are masked when the set is scored; written to {}",
         report.masked_spans,
@@ -96,6 +113,38 @@ pub fn run(store: &str, args: &EvalSynthArgs, out: &Output) -> anyhow::Result<Ex
         args.out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Makes the set with the language model `--llm`, behind the generation cache; a model that
+/// fails after some queries leaves them written, and says so.
+fn with_llm(
+    docs: &[Document],
+    opts: &SynthOptions,
+    args: &EvalSynthArgs,
+    out: &Output,
+) -> anyhow::Result<synth::SynthReport> {
+    let template = match &args.prompt {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| UsageError(format!("--prompt {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    let model = synth::llm::open_model(&args.llm)?;
+    let writer = synth::llm::QueryWriter::new(model.as_ref(), template)?;
+    let bar = out.progress(opts.count as u64, "asking the model");
+    let (queries, report) =
+        synth::synthesize_with(docs, opts, Some(&writer), &mut |done, _| bar.set_position(done))?;
+    bar.finish_and_clear();
+    synth::write(&args.out, docs, &queries, &report)?;
+    if let Some(why) = &report.stopped {
+        bail!(
+            "{why}\n{} queries made before it stopped are in {}",
+            report.queries,
+            args.out.display()
+        );
+    }
+    Ok(report)
 }
 
 /// The documents to make queries from, and what to call where they came from.

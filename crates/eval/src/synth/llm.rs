@@ -1,0 +1,109 @@
+//! The `llm` generator: a language model (the local one `ckeep model pull` installs, or any
+//! OpenAI-compatible server) writes the search query a passage answers, in the passage's
+//! language. Its answers are cleaned to one line; one that is empty, too long or a copy of
+//! corpus text is dropped and counted, never used.
+
+use ckeep_llm::{Generator as Llm, Prompt};
+
+use crate::Error;
+
+/// The prompt users start from (`--prompt FILE` replaces it): `{passage}` stands for the
+/// passage.
+pub const DEFAULT_PROMPT: &str = "\
+Here is a passage from a document collection:
+
+{passage}
+
+Write one search query that a person would type to find this passage: a question or a few \
+keywords about what it says, not copied from it. Write it in the same language as the passage. \
+Answer with the query only, on one line.";
+
+/// The system message beside the prompt.
+const SYSTEM: &str = "You write realistic search queries. You answer with the query only.";
+
+/// Longest answer asked for, in tokens.
+const MAX_TOKENS: usize = 64;
+
+/// The language model `spec` names (an installed name, a `.gguf` file or a chat server's
+/// `URL#MODEL`) behind the generation cache, so a question asked before is not asked again.
+pub fn open_model(spec: &str) -> Result<Box<dyn Llm>, Error> {
+    let model = ckeep_llm::load(spec).map_err(Error::Generation)?;
+    let cached = ckeep_llm::CachedGenerator::open(model, &ckeep_llm::default_cache_path())
+        .map_err(Error::Generation)?;
+    Ok(Box::new(cached))
+}
+
+/// A model and the prompt it is asked with.
+pub struct QueryWriter<'a> {
+    model: &'a dyn Llm,
+    template: String,
+}
+
+impl std::fmt::Debug for QueryWriter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryWriter").field("model", &self.model.name()).finish_non_exhaustive()
+    }
+}
+
+impl<'a> QueryWriter<'a> {
+    /// `model` asked with `template` (default [`DEFAULT_PROMPT`]), which must hold `{passage}`.
+    pub fn new(model: &'a dyn Llm, template: Option<String>) -> Result<Self, Error> {
+        let template = template.unwrap_or_else(|| DEFAULT_PROMPT.to_string());
+        if !template.contains("{passage}") {
+            return Err(Error::Invalid(
+                "the prompt must contain `{passage}`, where the passage goes".into(),
+            ));
+        }
+        Ok(Self { model, template })
+    }
+
+    /// The model's name, for reports.
+    pub fn name(&self) -> &str {
+        self.model.name()
+    }
+
+    /// The query the model writes for `passage`: `None` when its answer is unusable.
+    pub(super) fn ask(&self, passage: &str, max_words: usize) -> Result<Option<String>, Error> {
+        let prompt = Prompt {
+            system: SYSTEM.into(),
+            user: self.template.replace("{passage}", passage),
+            max_tokens: MAX_TOKENS,
+        };
+        let answer = self.model.generate(&prompt).map_err(Error::Generation)?;
+        Ok(clean(&answer.text, max_words))
+    }
+}
+
+/// The first non-empty line of an answer without labels, list marks or quotes; `None` if it
+/// has no letters or more than `max_words` words.
+fn clean(answer: &str, max_words: usize) -> Option<String> {
+    let line = answer.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let mut line = line.trim_start_matches(['-', '*', '•', '1', '.', ')', ' ']);
+    for label in ["Query:", "query:", "Search query:", "查询：", "查询:", "検索クエリ："]
+    {
+        line = line.strip_prefix(label).unwrap_or(line).trim();
+    }
+    let quotes: &[char] = &['"', '\'', '“', '”', '「', '」', '`'];
+    let line = line.trim_matches(quotes).trim();
+    let words = ckeep_text::SizeCounter::count(&ckeep_text::WordCounter, line);
+    (line.chars().any(char::is_alphabetic) && words >= 1 && words <= max_words)
+        .then(|| line.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_cleaned_to_one_query_or_refused() {
+        assert_eq!(
+            clean("Query: \"how do owls hunt at night\"\nmore", 64).unwrap(),
+            "how do owls hunt at night"
+        );
+        assert_eq!(clean("\n\n- 长江流经哪些省份？", 64).unwrap(), "长江流经哪些省份？");
+        assert_eq!(clean("「富士山の高さ」", 64).unwrap(), "富士山の高さ");
+        assert!(clean("   \n  ", 64).is_none());
+        assert!(clean("1234 ...", 64).is_none());
+        assert!(clean(&"word ".repeat(80), 64).is_none());
+    }
+}
