@@ -57,21 +57,7 @@ impl<S: StoreWrite> Engine<S> {
         let mut manifest = self.store().manifest()?;
         if let Some(s) = strategy {
             let s = s.clone().validate()?;
-            if let Some(wanted) = &s.chunker {
-                let stored = manifest.chunker.clone().unwrap_or_default();
-                if stored != wanted.to_string() {
-                    return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
-                }
-            }
-            if let Some(wanted) = s.analyzer {
-                let stored = crate::analysis::of_store(&manifest)?;
-                if stored != wanted {
-                    return Err(Error::AnalyzerMismatch {
-                        stored: stored.name().into(),
-                        requested: wanted.name().into(),
-                    });
-                }
-            }
+            crate::search::built_as(&s, &manifest)?;
             if s.mode.needs_model() && s.model.is_none() && manifest.model.is_none() {
                 return Err(Error::Invalid(format!(
                     "`{s}` needs the store's embedding model, and the store has none"

@@ -146,21 +146,7 @@ impl<S: StoreRead> Searcher<'_, S> {
                 req.query.len()
             )));
         }
-        if let Some(wanted) = &strategy.chunker {
-            let stored = self.manifest.chunker.clone().unwrap_or_default();
-            if stored != wanted.to_string() {
-                return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
-            }
-        }
-        if let Some(wanted) = strategy.analyzer {
-            let stored = crate::analysis::of_store(&self.manifest)?;
-            if stored != wanted {
-                return Err(Error::AnalyzerMismatch {
-                    stored: stored.name().into(),
-                    requested: wanted.name().into(),
-                });
-            }
-        }
+        built_as(&strategy, &self.manifest)?;
         Ok(strategy)
     }
 
@@ -427,4 +413,25 @@ fn fuse_documents(lists: Vec<Vec<DocHit>>, k: usize) -> Vec<DocHit> {
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
     out.truncate(k);
     out
+}
+
+/// Refuses a strategy that names another chunker or analyzer than the store was built with: its
+/// index is not this one.
+pub(crate) fn built_as(strategy: &Strategy, manifest: &Manifest) -> Result<()> {
+    if let Some(wanted) = &strategy.chunker {
+        let stored = manifest.chunker.clone().unwrap_or_default();
+        if stored != wanted.to_string() {
+            return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
+        }
+    }
+    if let Some(wanted) = strategy.analyzer {
+        let stored = crate::analysis::of_store(manifest)?;
+        if stored != wanted {
+            return Err(Error::AnalyzerMismatch {
+                stored: stored.name().into(),
+                requested: wanted.name().into(),
+            });
+        }
+    }
+    Ok(())
 }
