@@ -219,42 +219,20 @@ fn a_language_model_writes_queries_and_a_dead_server_leaves_nothing_behind() {
 
     // A server that is not there: a runtime failure naming it, and no set written.
     let dead = dir.path().join("dead");
-    let (code, err) = fails(
-        &store,
-        &[
-            "eval",
-            "synth",
-            "--docs",
-            &docs,
-            "--out",
-            dead.to_str().unwrap(),
-            "--generator",
-            "llm",
-            "--llm",
-            "http://127.0.0.1:9/v1#m",
-        ],
-    );
+    let llm_set = |extra: &[&str]| {
+        let mut args = vec!["eval", "synth", "--docs", &docs, "--out", dead.to_str().unwrap()];
+        args.extend(["--generator", "llm"]);
+        args.extend_from_slice(extra);
+        fails(&store, &args)
+    };
+    let (code, err) = llm_set(&["--llm", "http://127.0.0.1:9/v1#m"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("127.0.0.1:9"), "{err}");
     assert!(!dead.join("queries.jsonl").exists());
     // A prompt without the passage's place is the user's error.
     let prompt = dir.path().join("prompt.txt");
     std::fs::write(&prompt, "Write a query.").unwrap();
-    let (code, err) = fails(
-        &store,
-        &[
-            "eval",
-            "synth",
-            "--docs",
-            &docs,
-            "--out",
-            dead.to_str().unwrap(),
-            "--generator",
-            "llm",
-            "--prompt",
-            prompt.to_str().unwrap(),
-        ],
-    );
+    let (code, err) = llm_set(&["--prompt", prompt.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("{passage}"), "{err}");
 }

@@ -436,11 +436,9 @@ fn check(
         return None;
     }
     let others: BTreeSet<usize> = hits.iter().map(|&u| index.units[u].doc).collect();
-    if others.len() > opts.max_bleed {
-        report.bleed_dropped += 1;
+    if !bleed_allowed(&others, opts, report) {
         return None;
     }
-    report.bleed_relevant_added += others.len();
     let doc = &docs[d];
     let mut mask = vec![mask_of(doc, c.place)];
     for &u in &hits {
@@ -450,9 +448,35 @@ fn check(
         taken.masked.insert(u);
     }
     let (_, start, end) = answer;
-    Some(SynthQuery {
+    Some(query(docs, d, &others, c.question.clone(), (start, end), mask, opts.generator))
+}
+
+/// Whether a query whose text also stands in `others` is kept (they are then judged relevant
+/// too); counted either way.
+fn bleed_allowed(others: &BTreeSet<usize>, opts: &SynthOptions, report: &mut SynthReport) -> bool {
+    if others.len() > opts.max_bleed {
+        report.bleed_dropped += 1;
+        return false;
+    }
+    report.bleed_relevant_added += others.len();
+    true
+}
+
+/// A query of document `d`, with `others` judged relevant too and the byte span `answer` of
+/// its text as the answer.
+fn query(
+    docs: &[Document],
+    d: usize,
+    others: &BTreeSet<usize>,
+    question: String,
+    (start, end): (usize, usize),
+    mask: Vec<Mask>,
+    generator: Generator,
+) -> SynthQuery {
+    let doc = &docs[d];
+    SynthQuery {
         qid: String::new(),
-        question: c.question.clone(),
+        question,
         doc_id: doc.id.clone(),
         relevant: others.iter().map(|&o| docs[o].id.clone()).collect(),
         answers: vec![Answer {
@@ -461,8 +485,8 @@ fn check(
             end: chars_before(&doc.text, end),
         }],
         mask,
-        generator: opts.generator,
-    })
+        generator,
+    }
 }
 
 /// Asks the model for the query a candidate's passage answers; the query if it is usable and
@@ -493,26 +517,11 @@ fn llm_check(
         .map(|u| index.units[u].doc)
         .filter(|&o| o != d)
         .collect();
-    if others.len() > opts.max_bleed {
-        report.bleed_dropped += 1;
+    if !bleed_allowed(&others, opts, report) {
         return Ok(None);
     }
-    report.bleed_relevant_added += others.len();
     // The query asks about the whole passage, which is its answer text.
-    let (start, end) = c.passage;
-    Ok(Some(SynthQuery {
-        qid: String::new(),
-        question,
-        doc_id: doc.id.clone(),
-        relevant: others.iter().map(|&o| docs[o].id.clone()).collect(),
-        answers: vec![Answer {
-            text: doc.text[start..end].to_string(),
-            start: chars_before(&doc.text, start),
-            end: chars_before(&doc.text, end),
-        }],
-        mask: Vec::new(),
-        generator: opts.generator,
-    }))
+    Ok(Some(query(docs, d, &others, question, c.passage, Vec::new(), opts.generator)))
 }
 
 fn mask_of(doc: &Document, place: Place) -> Mask {
