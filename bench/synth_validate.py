@@ -7,7 +7,8 @@ import json
 import os
 import sys
 
-GENERATORS = ("ict", "title")
+# The generators bench/synth_validate.sh ran (BENCH_SYNTH_GENERATORS, same default).
+GENERATORS = tuple(os.environ.get("BENCH_SYNTH_GENERATORS", "ict title").split())
 
 
 def kendall_tau_b(xs, ys):
@@ -55,6 +56,10 @@ def main():
             path = os.path.join(out, f"{name}-{gen}.json")
             if not os.path.exists(path):
                 print(f"| {name} | {gen} | 0 | — | no set | | | |")
+                continue
+            if os.path.getmtime(path) < os.path.getmtime(human_path):
+                # A synthetic run older than the human one may have used another grid.
+                print(f"| {name} | {gen} | — | — | stale, rerun | | | |")
                 continue
             queries, _, synth = means(path)
             # The synthetic set's winner: ties go to the earlier strategy, as `eval tune` does.

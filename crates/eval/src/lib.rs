@@ -65,6 +65,14 @@ pub enum Error {
     /// A language model failed (the `llm` generator of `eval synth`).
     #[error(transparent)]
     Generation(ckeep_llm::Error),
+    /// The engine failed (building a scratch index, reading the store; see its error for
+    /// whose fault).
+    #[error(transparent)]
+    Engine(#[from] ckeep_engine::Error),
+    /// A language model answers, but nothing it says is usable (the wrong model, or a server
+    /// that answers garbage).
+    #[error("{0}")]
+    UnusableModel(String),
     /// A metric name could not be parsed.
     #[error(
         "unknown metric `{0}`; expected ndcg@K, mrr[@K], map[@K], recall@K, p@K, hit@K or contain@K"
@@ -80,6 +88,8 @@ impl Error {
             Self::Io { source, .. } => ckeep_text::is_missing_path(source),
             Self::Malformed { .. } | Self::Invalid(_) | Self::Metric(_) => true,
             Self::Generation(e) => e.is_user_error(),
+            Self::UnusableModel(_) => false,
+            Self::Engine(e) => e.is_user_error(),
         }
     }
 

@@ -62,15 +62,19 @@ impl<'a> QueryWriter<'a> {
         self.model.name()
     }
 
-    /// The query the model writes for `passage`: `None` when its answer is unusable.
-    pub(super) fn ask(&self, passage: &str, max_words: usize) -> Result<Option<String>, Error> {
+    /// The query the model writes for `passage`, or its raw answer when that is unusable.
+    pub(super) fn ask(
+        &self,
+        passage: &str,
+        max_words: usize,
+    ) -> Result<Result<String, String>, Error> {
         let prompt = Prompt {
             system: SYSTEM.into(),
             user: self.template.replace("{passage}", passage),
             max_tokens: MAX_TOKENS,
         };
         let answer = self.model.generate(&prompt).map_err(Error::Generation)?;
-        Ok(clean(&answer.text, max_words))
+        Ok(clean(&answer.text, max_words).ok_or(answer.text))
     }
 }
 
@@ -93,6 +97,16 @@ fn clean(answer: &str, max_words: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_guide_shows_the_default_prompt_as_it_is() {
+        let guide = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guides/own-documents.md");
+        let guide = std::fs::read_to_string(guide).unwrap();
+        assert!(
+            guide.contains(DEFAULT_PROMPT),
+            "docs/guides/own-documents.md shows another prompt"
+        );
+    }
 
     #[test]
     fn answers_are_cleaned_to_one_query_or_refused() {

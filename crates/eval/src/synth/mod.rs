@@ -42,6 +42,11 @@ use overlap::OverlapIndex;
 /// Term-set Jaccard from which two pieces of text count as the same words.
 pub const NEAR_COPY: f64 = 0.8;
 
+/// Answers in a row a language model may give that are unusable or copy corpus text before it
+/// is taken for the wrong model (or a server answering garbage) and stopped, rather than asked
+/// about every passage of the corpus.
+pub const MAX_UNUSABLE_IN_A_ROW: usize = 20;
+
 /// How a query is made from a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -290,6 +295,7 @@ pub fn synthesize_with(
     let mut taken = Taken::default();
     let mut used_docs: BTreeSet<usize> = BTreeSet::new();
     let mut cursor = vec![0usize; docs.len()];
+    let mut watch = ModelWatch::default();
     let order = sample(docs.len(), docs.len(), opts.seed);
     'rounds: loop {
         let mut progressed = false;
@@ -300,7 +306,9 @@ pub fn synthesize_with(
                 progressed = true;
                 report.tried += 1;
                 let made = match writer {
-                    Some(w) => match llm_check(docs, d, c, &index, opts, w, &mut report) {
+                    Some(w) => match llm_check(docs, d, c, &index, opts, w, &mut report)
+                        .and_then(|asked| watch.observe(asked, &mut report))
+                    {
                         Ok(made) => made,
                         Err(e) if queries.is_empty() => return Err(e),
                         Err(e) => {
@@ -325,6 +333,18 @@ pub fn synthesize_with(
         if !progressed {
             break;
         }
+    }
+    if queries.is_empty() {
+        return Err(Error::Invalid(format!(
+            "no `{}` query survived the checks: of {} tried, {} copy their own document, {} \
+             stand in more than {} other documents and {} model answers were unusable",
+            opts.generator,
+            report.tried,
+            report.near_copy_dropped,
+            report.bleed_dropped,
+            opts.max_bleed,
+            report.unusable_answers
+        )));
     }
     for (i, q) in queries.iter_mut().enumerate() {
         q.qid = format!("{}-{:05}", opts.generator, i + 1);
@@ -489,6 +509,58 @@ fn query(
     }
 }
 
+/// Watches a model's answers: one that repeats an earlier query is unusable too (a model that
+/// says the same thing to every passage), and past [`MAX_UNUSABLE_IN_A_ROW`] unusable answers
+/// in a row the model is stopped.
+#[derive(Default)]
+struct ModelWatch {
+    in_a_row: usize,
+    asked: HashSet<String>,
+}
+
+impl ModelWatch {
+    /// The query made, or `None`; an error once the model has said nothing usable for too long.
+    fn observe(
+        &mut self,
+        asked: Asked,
+        report: &mut SynthReport,
+    ) -> Result<Option<SynthQuery>, Error> {
+        let answer = match asked {
+            Asked::Dropped => return Ok(None),
+            Asked::Made(q) if self.asked.insert(q.question.to_lowercase()) => {
+                self.in_a_row = 0;
+                return Ok(Some(q));
+            }
+            Asked::Made(q) => {
+                report.unusable_answers += 1;
+                q.question
+            }
+            Asked::Unusable(answer) => answer,
+        };
+        self.in_a_row += 1;
+        if self.in_a_row < MAX_UNUSABLE_IN_A_ROW {
+            return Ok(None);
+        }
+        let shown: String = answer.trim().chars().take(120).collect();
+        Err(Error::UnusableModel(format!(
+            "the language model gave {MAX_UNUSABLE_IN_A_ROW} answers in a row that are not a \
+             usable query (empty, not text, too long, a repeat, or copied from the documents); \
+             the last was {shown:?}. Check that --llm names a chat model and --prompt asks for \
+             one query"
+        )))
+    }
+}
+
+/// What asking the model about one passage gave.
+enum Asked {
+    /// A usable query.
+    Made(SynthQuery),
+    /// The model's answer is no query, or copies corpus text: the model's fault.
+    Unusable(String),
+    /// The passage's text is boilerplate: not the model's fault.
+    Dropped,
+}
+
 /// Asks the model for the query a candidate's passage answers; the query if it is usable and
 /// copies no corpus text. Documents where the passage's sentence also stands are relevant too.
 #[allow(clippy::too_many_arguments)]
@@ -500,16 +572,21 @@ fn llm_check(
     opts: &SynthOptions,
     writer: &llm::QueryWriter<'_>,
     report: &mut SynthReport,
-) -> Result<Option<SynthQuery>, Error> {
+) -> Result<Asked, Error> {
     let doc = &docs[d];
     let passage = &doc.text[c.passage.0..c.passage.1];
-    let Some(question) = writer.ask(passage, opts.max_words)? else {
-        report.unusable_answers += 1;
-        return Ok(None);
+    let question = match writer.ask(passage, opts.max_words)? {
+        Ok(question) => question,
+        Err(answer) => {
+            report.unusable_answers += 1;
+            return Ok(Asked::Unusable(answer));
+        }
     };
-    if !index.similar(&question, NEAR_COPY).is_empty() {
+    if !index.similar(&question, NEAR_COPY).is_empty()
+        || index.holds_a_unit(&question, opts.min_words, NEAR_COPY)
+    {
         report.near_copy_dropped += 1;
-        return Ok(None);
+        return Ok(Asked::Unusable(question));
     }
     let others: BTreeSet<usize> = index
         .similar(&c.question, NEAR_COPY)
@@ -518,10 +595,10 @@ fn llm_check(
         .filter(|&o| o != d)
         .collect();
     if !bleed_allowed(&others, opts, report) {
-        return Ok(None);
+        return Ok(Asked::Dropped);
     }
     // The query asks about the whole passage, which is its answer text.
-    Ok(Some(query(docs, d, &others, question, c.passage, Vec::new(), opts.generator)))
+    Ok(Asked::Made(query(docs, d, &others, question, c.passage, Vec::new(), opts.generator)))
 }
 
 fn mask_of(doc: &Document, place: Place) -> Mask {

@@ -114,6 +114,25 @@ impl OverlapIndex {
     }
 }
 
+impl OverlapIndex {
+    /// Whether `text` holds nearly all the terms (a share ≥ `threshold`) of some unit of at
+    /// least `min_terms` terms: a query that copies a whole sentence, which [`Self::similar`]
+    /// misses when the query copies several.
+    pub fn holds_a_unit(&self, text: &str, min_terms: usize, threshold: f64) -> bool {
+        let terms = self.known_terms(text);
+        let mut shared: HashMap<u32, usize> = HashMap::new();
+        for &t in &terms {
+            for &u in &self.postings[t as usize] {
+                *shared.entry(u).or_default() += 1;
+            }
+        }
+        shared.into_iter().any(|(u, n)| {
+            let size = self.units[u as usize].terms.len();
+            size >= min_terms && n as f64 >= threshold * size as f64
+        })
+    }
+}
+
 /// Size of the intersection of two sorted, distinct lists.
 fn intersection(left: &[u32], right: &[u32]) -> usize {
     let (mut at_left, mut at_right, mut shared) = (0, 0, 0);
@@ -158,6 +177,20 @@ mod tests {
             })
             .collect();
         assert_eq!(index.similar(query, 0.3), brute);
+    }
+
+    #[test]
+    fn a_query_holding_whole_sentences_is_found_and_short_titles_do_not_count() {
+        let mut index = OverlapIndex::new(Analyzer::Standard);
+        index.add(0, Some((0, 1)), "The cat sat on the warm mat near the door.");
+        index.add(0, Some((1, 2)), "Dogs bark at night in the city streets.");
+        index.add(1, None, "Warm mats");
+        let copy = "The cat sat on the warm mat near the door. Dogs bark at night in the city.";
+        assert!(index.similar(copy, 0.8).is_empty(), "no single sentence is like the whole");
+        assert!(index.holds_a_unit(copy, 5, 0.8));
+        assert!(!index.holds_a_unit("where do warm mats come from", 5, 0.8));
+        assert!(index.holds_a_unit("where do warm mats come from", 2, 0.8));
+        assert!(!index.holds_a_unit("why does the cat sit near a door", 5, 0.8));
     }
 
     #[test]

@@ -247,3 +247,95 @@ fn a_mask_outside_the_corpus_is_refused() {
         assert!(err.contains(expect), "{err}");
     }
 }
+
+/// A chat server whose `n`-th answer (from 0) is `answer(n)`, and the count of requests.
+fn chat_server(
+    answer: impl Fn(usize) -> String + Send + Sync + 'static,
+) -> (mockito::ServerGuard, String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let mut server = mockito::Server::new();
+    let asked = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = std::sync::Arc::clone(&asked);
+    server
+        .mock("POST", "/v1/chat/completions")
+        .with_header("content-type", "application/json")
+        .with_body_from_request(move |_| {
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            serde_json::json!({"choices": [{"message": {"role": "assistant", "content": answer(n)}}]})
+                .to_string()
+                .into()
+        })
+        .create();
+    let url = format!("{}/v1#test-model", server.url());
+    (server, url, asked)
+}
+
+#[test]
+fn a_model_answering_garbage_is_stopped_and_what_it_wrote_before_is_kept() {
+    let docs = corpus(30, 6);
+    let llm = SynthOptions::new(10, 1, Generator::Llm);
+    // Garbage from the first answer: stopped after MAX_UNUSABLE_IN_A_ROW questions, not one per
+    // passage of the corpus, with an error that shows what the model said.
+    let (_server, url, asked) = chat_server(|n| match n % 5 {
+        0 => String::new(),
+        1 => "1234 5678".into(),
+        2 => "…".into(),
+        3 => "?!".into(),
+        _ => "word ".repeat(100),
+    });
+    let model = ckeep_llm::load(&url).unwrap();
+    let writer = llm::QueryWriter::new(model.as_ref(), None).unwrap();
+    let err = synthesize_with(&docs, &llm, Some(&writer), &mut |_, _| {}).unwrap_err();
+    assert!(matches!(err, Error::UnusableModel(_)) && !err.is_user_error(), "{err}");
+    assert!(err.to_string().contains("20 answers in a row"), "{err}");
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), MAX_UNUSABLE_IN_A_ROW);
+
+    // A model that copies the passage, or says the same thing to every passage, is no better.
+    let copied = docs[0].text.clone();
+    let (_server, url, _) = chat_server(move |_| copied.clone());
+    let model = ckeep_llm::load(&url).unwrap();
+    let writer = llm::QueryWriter::new(model.as_ref(), None).unwrap();
+    let err = synthesize_with(&docs, &llm, Some(&writer), &mut |_, _| {}).unwrap_err();
+    assert!(matches!(err, Error::UnusableModel(_)), "{err}");
+    let (_server, url, _) = chat_server(|_| "what is this passage about".into());
+    let model = ckeep_llm::load(&url).unwrap();
+    let writer = llm::QueryWriter::new(model.as_ref(), None).unwrap();
+    let (queries, report) = synthesize_with(&docs, &llm, Some(&writer), &mut |_, _| {}).unwrap();
+    assert_eq!(queries.len(), 1);
+    assert!(report.stopped.as_deref().unwrap().contains("a repeat"), "{report:?}");
+
+    // Three good answers, then garbage: the three queries are kept and the report says why it
+    // stopped; isolated bad answers between good ones are dropped and counted, not fatal.
+    let (_server, url, _) = chat_server(|n| match n {
+        0 | 2 | 4 => format!("query number {n} about tenkalo"),
+        1 | 3 => String::new(),
+        _ => "!!!".into(),
+    });
+    let model = ckeep_llm::load(&url).unwrap();
+    let writer = llm::QueryWriter::new(model.as_ref(), None).unwrap();
+    let (queries, report) = synthesize_with(&docs, &llm, Some(&writer), &mut |_, _| {}).unwrap();
+    assert_eq!(queries.len(), 3);
+    assert_eq!(queries[1].question, "query number 2 about tenkalo");
+    assert!(queries.iter().all(|q| q.mask.is_empty() && q.generator == Generator::Llm));
+    assert_eq!(report.unusable_answers, 2 + MAX_UNUSABLE_IN_A_ROW);
+    assert!(report.stopped.as_deref().unwrap().contains("\"!!!\""), "{report:?}");
+    assert_eq!(report.model.as_deref(), Some("test-model"));
+}
+
+#[test]
+fn a_server_that_answers_no_chat_response_is_named() {
+    let mut server = mockito::Server::new();
+    let html = server
+        .mock("POST", "/v1/chat/completions")
+        .with_header("content-type", "text/html")
+        .with_body("<html>Welcome to nginx!</html>")
+        .expect(1)
+        .create();
+    let model = ckeep_llm::load(&format!("{}/v1#m", server.url())).unwrap();
+    let writer = llm::QueryWriter::new(model.as_ref(), None).unwrap();
+    let llm = SynthOptions::new(5, 1, Generator::Llm);
+    let err = synthesize_with(&corpus(5, 6), &llm, Some(&writer), &mut |_, _| {}).unwrap_err();
+    assert!(matches!(err, Error::Generation(_)), "{err}");
+    assert!(err.to_string().contains(&server.url()), "{err}");
+    html.assert();
+}
