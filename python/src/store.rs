@@ -375,48 +375,35 @@ impl Store {
         apply: bool,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
-        use ckeep_eval::{recommend as rec, synth};
+        use ckeep_eval::recommend::{self as rec, RecommendRequest, TestSet};
         detached(py, || {
-            let metric: ckeep_eval::Metric = metric.parse()?;
-            let tmp = tempfile::Builder::new().prefix("ckeep-set-").tempdir()?;
-            let set_dir = if let Some(dir) = dataset {
-                dir
-            } else {
-                let dir = set_out.unwrap_or_else(|| tmp.path().join(format!("{generator}-set")));
-                let opts = synth::SynthOptions::new(count, seed, generator.parse()?);
-                let docs = self.read(|e| Ok(rec::documents_of(e, &mut |_, _| {})?))?;
-                synth::make(&docs, &opts, &dir)?;
-                dir
+            let set = match dataset {
+                Some(dir) => TestSet::Given { dir, split },
+                None => TestSet::Synthetic {
+                    options: ckeep_eval::synth::SynthOptions::new(count, seed, generator.parse()?),
+                    keep: set_out,
+                },
             };
-            let data = ckeep_eval::dataset::load_dir(&set_dir, &split)?;
-            if data.queries.is_empty() {
-                bail!(usage(format!("{} has no judged queries", data.name)));
-            }
-            let model = model.or_else(|| self.model.clone());
-            let (offered, evaluated) =
-                self.read(|e| Ok(rec::candidates(Some(e), &strategies, model.as_deref())?))?;
-            let work = work_dir.unwrap_or_else(|| tmp.path().join("indexes").display().to_string());
-            let mut models = |spec: &str| self.models.get(spec).map_err(ckeep_engine::Error::Embed);
+            let request = RecommendRequest {
+                set,
+                strategies,
+                metric: metric.parse()?,
+                folds,
+                seed,
+                model: model.or_else(|| self.model.clone()),
+                work_dir,
+            };
             let mut report_progress = crate::progress::reporter(progress.as_ref());
-            let comparison = ckeep_eval::experiment::run(
-                &data,
-                &evaluated,
-                &[metric],
-                &work,
-                &mut models,
-                None,
-                &mut report_progress,
-            )?;
-            let ids: Vec<&str> = data.queries.iter().map(|q| q.id.as_str()).collect();
-            let found = rec::recommend(&comparison, &offered, &ids, folds.max(2), seed);
+            let plan = self.read(|e| Ok(request.plan(Some(e), &mut report_progress)?))?;
+            let mut models = |spec: &str| self.models.get(spec).map_err(ckeep_engine::Error::Embed);
+            let found = plan.run(&mut models, &mut report_progress)?;
             let applied = if apply {
                 let mut guard = self.writer(false)?;
                 let engine = guard.as_mut().context("the store is not open")?;
-                rec::apply(engine, &offered, &found)?
+                rec::apply(engine, plan.offered(), &found)? == rec::Applied::Applied
             } else {
-                rec::Applied::NotConfident
+                false
             };
-            let applied = apply && applied == rec::Applied::Applied;
             Ok(json!({"recommendation": found, "applied": applied}).to_string())
         })
     }

@@ -34,6 +34,7 @@ mod models;
 mod overrides;
 mod pair_model;
 mod pool;
+mod rechunk;
 mod report;
 mod represent;
 mod request;

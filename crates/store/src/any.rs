@@ -42,6 +42,42 @@ pub fn open_or_create(location: &str) -> Result<DynStore> {
     Ok(Box::new(SqliteStore::open_or_create(Path::new(location))?))
 }
 
+/// Where a store to replace the one at `location` is built (`ckeep eval recommend --apply
+/// --rechunk`), emptied first: a directory inside the store's, so the final rename stays on one
+/// file system. PostgreSQL stores are not replaced this way.
+pub fn staging_location(location: &str) -> Result<String> {
+    if is_postgres_url(location) {
+        return Err(crate::Error::Unsupported(
+            "a PostgreSQL store cannot be replaced in place; add its documents to a new store \
+             (another database or schema) with the new settings"
+                .into(),
+        ));
+    }
+    let staged = crate::sqlite::staging_dir(Path::new(location));
+    crate::sqlite::remove_staged(&staged)?;
+    Ok(staged.display().to_string())
+}
+
+/// Removes a replacement built for the store at `location` that is not wanted (a failed
+/// build); nothing to do for a PostgreSQL store.
+pub fn discard_staged(location: &str) -> Result<()> {
+    if is_postgres_url(location) {
+        return Ok(());
+    }
+    crate::sqlite::remove_staged(&crate::sqlite::staging_dir(Path::new(location)))
+}
+
+/// Replaces the store at `location` with the closed store at `staged`, which
+/// [`staging_location`] named, in one step: a reader opening it sees the old store or the new
+/// one. Every connection to both must be closed; another process's is refused
+/// ([`crate::Error::Busy`]).
+pub fn replace(location: &str, staged: &str) -> Result<()> {
+    if is_postgres_url(location) {
+        return staging_location(location).map(|_| ());
+    }
+    crate::sqlite::replace(Path::new(location), Path::new(staged))
+}
+
 #[cfg(feature = "postgres")]
 fn open_postgres(url: &str, create: bool) -> Result<DynStore> {
     let store =

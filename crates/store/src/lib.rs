@@ -33,7 +33,9 @@ mod sqlite;
 pub mod test_postgres;
 mod types;
 
-pub use any::{DynStore, is_postgres_url, open, open_or_create};
+pub use any::{
+    DynStore, discard_staged, is_postgres_url, open, open_or_create, replace, staging_location,
+};
 #[cfg(feature = "postgres")]
 pub use pg::PgStore;
 pub use sqlite::SqliteStore;
@@ -104,6 +106,18 @@ pub enum Error {
     /// A document key that the store does not have (a stale key held by the caller).
     #[error("no document has key {0}")]
     UnknownKey(i64),
+    /// What was asked is not available for this kind of store (user error).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Another process has the store open, and what was asked needs it to itself (user error:
+    /// stop that process and retry).
+    #[error(
+        "{path} is open in another process (a `ckeep serve` or `ckeep watch`?); stop it and retry"
+    )]
+    Busy {
+        /// The store location.
+        path: String,
+    },
     /// Files around the database failed (the machine's).
     #[error("{path}: {source}")]
     Io {
@@ -155,6 +169,8 @@ impl Error {
                 | Self::NewerSchema { .. }
                 | Self::NotAStore { .. }
                 | Self::NotBuilt { .. }
+                | Self::Unsupported(_)
+                | Self::Busy { .. }
         )
     }
 }

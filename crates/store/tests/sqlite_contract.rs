@@ -208,3 +208,41 @@ fn a_store_made_before_the_vector_log_covers_only_the_generations_after_its_firs
     assert_eq!(s.vector_changes("plain", old).unwrap().map(|c| c.len()), Some(1));
     assert!(s.check().unwrap().is_ok());
 }
+
+#[test]
+fn a_staged_store_replaces_the_old_one_only_when_no_one_has_it_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().join("s");
+    let write = |s: &mut SqliteStore, id: &str| {
+        let doc = ckeep_core::Document::new(id, "", "text");
+        s.write_batch(vec![ckeep_store::DocumentWrite::new(doc, vec![])]).unwrap();
+    };
+    let mut old = SqliteStore::open_or_create(&location).unwrap();
+    write(&mut old, "old");
+    let location = location.to_str().unwrap();
+    let staged = ckeep_store::staging_location(location).unwrap();
+    let mut new = SqliteStore::open_or_create(std::path::Path::new(&staged)).unwrap();
+    write(&mut new, "new");
+    drop(new);
+    // The old store is still open here: its log would be replayed onto the new file.
+    let err = ckeep_store::replace(location, &staged).unwrap_err();
+    assert!(matches!(err, Error::Busy { .. }) && err.is_user_error(), "{err}");
+    assert!(old.document("old").unwrap().is_some());
+    drop(old);
+    ckeep_store::replace(location, &staged).unwrap();
+    let s = SqliteStore::open(std::path::Path::new(location)).unwrap();
+    assert_eq!(s.document_ids().unwrap(), ["new"]);
+    assert!(!std::path::Path::new(&staged).exists());
+    // A staging area left by an interrupted run is emptied before the next one; a discarded
+    // one is removed.
+    let staged = ckeep_store::staging_location(location).unwrap();
+    drop(SqliteStore::open_or_create(std::path::Path::new(&staged)).unwrap());
+    let again = ckeep_store::staging_location(location).unwrap();
+    assert!(!std::path::Path::new(&again).exists());
+    drop(SqliteStore::open_or_create(std::path::Path::new(&again)).unwrap());
+    ckeep_store::discard_staged(location).unwrap();
+    assert!(!std::path::Path::new(&again).exists());
+    // PostgreSQL stores are not replaced by files.
+    let err = ckeep_store::staging_location("postgres://localhost/db").unwrap_err();
+    assert!(matches!(err, Error::Unsupported(_)), "{err}");
+}

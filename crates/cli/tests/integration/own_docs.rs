@@ -152,6 +152,53 @@ fn the_recommended_strategy_becomes_the_default_and_an_explicit_one_still_wins()
 }
 
 #[test]
+#[ignore = "real tier (scripts/test.sh): ../shared/data"]
+fn a_winner_with_another_chunker_rechunks_the_store_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let docs = scifact(dir.path(), 300);
+    ok(&store, &["add", "--chunker", "sentences:1", &docs]);
+    let before = json(&store, &["stats"]);
+    let recommend = |extra: &[&str]| {
+        let mut args = vec!["eval", "recommend", "--count", "250"];
+        args.extend(["--strategy", "chunker=paragraphs,mode=bm25", "--strategy", "mode=bm25"]);
+        args.extend_from_slice(extra);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let args = recommend(&[]);
+    let rec = json(&store, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = &rec["recommendation"];
+    // Whole abstracts beat single sentences with confidence on this seeded set.
+    let winner = r["candidates"][r["winner"].as_u64().unwrap() as usize]["strategy"].clone();
+    assert_eq!(winner, "chunker=paragraphs:1,mode=bm25,level=chunk,k=10");
+    assert_eq!(r["confident"], true);
+
+    // --apply alone refuses and changes nothing.
+    let args = recommend(&["--apply"]);
+    let (code, err) = fails(&store, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--apply --rechunk"), "{err}");
+    assert_eq!(json(&store, &["stats"]), before);
+
+    // --apply --rechunk re-chunks every document and records the winner.
+    let args = recommend(&["--apply", "--rechunk"]);
+    let rec = json(&store, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(rec["applied"], true);
+    let after = json(&store, &["stats"]);
+    assert_eq!(after["manifest"]["chunker"], "paragraphs:1");
+    assert_eq!(after["manifest"]["analyzer"], before["manifest"]["analyzer"]);
+    assert_eq!(after["stats"]["documents"], before["stats"]["documents"]);
+    assert_eq!(after["stats"]["text_bytes"], before["stats"]["text_bytes"]);
+    assert!(after["stats"]["chunks"].as_u64() < before["stats"]["chunks"].as_u64(), "{after}");
+    assert_eq!(after["default_strategy"]["strategy"], winner);
+    assert!(!store.join(".staging").exists());
+    ok(&store, &["check"]);
+    let found = json(&store, &["search", "tumour growth"]);
+    assert_eq!(found["strategy"], winner);
+    assert!(!found["results"].as_array().unwrap().is_empty());
+}
+
+#[test]
 fn stores_and_files_that_give_no_set_are_refused_and_left_as_they_were() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");

@@ -4,6 +4,10 @@
 //! interval and a randomisation test, an out-of-fold estimate of choosing this way (each fold
 //! scored by the candidate that won on the other folds), and what each candidate costs.
 
+mod store;
+
+pub use store::{Plan, RecommendRequest, TestSet};
+
 use ckeep_core::Document;
 use ckeep_engine::{Engine, Error, Mode, Strategy};
 use ckeep_store::{StoreRead, StoreWrite};
@@ -225,6 +229,16 @@ pub enum Applied {
     NotConfident,
 }
 
+/// Why `winner` cannot be applied to a store chunked with `stored`, and what to do, in the
+/// words every front end shows.
+pub fn rechunk_needed(winner: &Strategy, stored: &str, requested: &str) -> String {
+    format!(
+        "`{winner}` needs chunker={requested}, and the store is chunked with {stored}; re-chunk \
+         it with `ckeep eval recommend --apply --rechunk` (with the store open nowhere else), or \
+         add the documents to a new store with --chunker {requested}"
+    )
+}
+
 /// Makes the recommended candidate of `offered` the store's default, in one manifest write,
 /// when the set shows its gain with confidence; a store that cannot run it (another chunker)
 /// is refused and left as it was.
@@ -253,4 +267,42 @@ pub fn apply<S: StoreWrite>(
     );
     engine.set_default_strategy(Some(&offered[rec.winner]), &from)?;
     Ok(Applied::Applied)
+}
+
+/// [`apply`], re-chunking the store at `location` first when the winner names another chunker
+/// than the store's: its documents are added to a new store beside it with the winner's
+/// chunker ([`Engine::copy_rechunked`]), the winner becomes that store's default, and it
+/// replaces the old store in one step ([`ckeep_store::replace`]). A failure before that step
+/// leaves the old store as it was, and the new one is removed.
+pub fn apply_rechunked(
+    engine: Engine<ckeep_store::DynStore>,
+    location: &str,
+    offered: &[Strategy],
+    rec: &Recommendation,
+    progress: ckeep_engine::DeriveProgress<'_>,
+) -> Result<Applied, Error> {
+    let mut engine = engine;
+    let wanted = offered[rec.winner].chunker.as_ref();
+    let stored = engine.stored_chunker()?;
+    let Some(chunker) = wanted.filter(|&c| rec.confident && Some(c) != stored.as_ref()) else {
+        return apply(&mut engine, offered, rec);
+    };
+    let staged = ckeep_store::staging_location(location)?;
+    let built = (|| {
+        let mut target = Engine::new(ckeep_store::open_or_create(&staged)?);
+        engine.copy_rechunked(&mut target, chunker, progress)?;
+        apply(&mut target, offered, rec)
+    })();
+    // Every connection closes before the files move.
+    drop(engine);
+    match built {
+        Ok(applied) => {
+            ckeep_store::replace(location, &staged)?;
+            Ok(applied)
+        }
+        Err(e) => {
+            ckeep_store::discard_staged(location)?;
+            Err(e)
+        }
+    }
 }

@@ -23,6 +23,50 @@ const VECTOR_LOG: &str = include_str!("vector_log.sql");
 /// address space, not memory: pages are shared with the OS cache).
 const MMAP_BYTES: i64 = 1 << 34;
 
+/// The directory inside a store's where a replacement is built (see [`replace`]).
+pub(crate) fn staging_dir(dir: &Path) -> PathBuf {
+    dir.join(".staging")
+}
+
+/// Removes what an interrupted replacement left in `staged`.
+pub(crate) fn remove_staged(staged: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(staged) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::Io { path: staged.display().to_string(), source: e })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Renames the database built in `staged` over the one in `dir`. `SQLite` removes a
+/// database's write-ahead log when its last connection closes; a log still beside the old file
+/// means another connection is open, and it would be replayed onto the new file, so that is
+/// refused. The new file and the directory are synced, so the rename survives a crash.
+pub(crate) fn replace(dir: &Path, staged: &Path) -> Result<()> {
+    let io = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| Error::Io { path, source }
+    };
+    let new = staged.join(DB_FILE);
+    let old = dir.join(DB_FILE);
+    for (db, location) in [(&new, staged), (&old, dir)] {
+        if !db.is_file() {
+            return Err(Error::NotFound { path: location.display().to_string() });
+        }
+        for suffix in ["-wal", "-shm"] {
+            let mut side = db.as_os_str().to_owned();
+            side.push(suffix);
+            if Path::new(&side).exists() {
+                return Err(Error::Busy { path: location.display().to_string() });
+            }
+        }
+    }
+    std::fs::File::open(&new).and_then(|f| f.sync_all()).map_err(io(&new))?;
+    std::fs::rename(&new, &old).map_err(io(&old))?;
+    std::fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io(dir))?;
+    remove_staged(staged)
+}
+
 /// A store in one `SQLite` database.
 #[derive(Debug)]
 pub struct SqliteStore {

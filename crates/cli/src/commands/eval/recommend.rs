@@ -6,14 +6,14 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use ckeep_engine::{Engine, Strategy};
-use ckeep_eval::recommend::{Applied, Recommendation, recommend};
-use ckeep_eval::synth::{self, Generator, SynthOptions};
+use ckeep_eval::recommend::{Applied, RecommendRequest, Recommendation, TestSet};
+use ckeep_eval::synth::{Generator, SynthOptions};
 use ckeep_store::DynStore;
 use clap::Args;
 
-use super::compare::{Runs, compare, load_dataset};
 use crate::UsageError;
-use crate::flags::{DatasetFlags, parse_metric};
+use crate::commands::ingest::stage_progress;
+use crate::flags::parse_metric;
 use crate::output::{Output, outln};
 
 #[derive(Debug, Args)]
@@ -59,6 +59,11 @@ pub struct EvalRecommendArgs {
     /// Only a gain the set shows with confidence (its 95 % interval above zero) is applied.
     #[arg(long)]
     pub apply: bool,
+    /// With --apply, when the winner needs another chunker: re-chunk the store (its documents
+    /// are added to a new store beside it with that chunker, vectors and summaries coming from
+    /// the caches, which then replaces it in one step). A SQLite store, open nowhere else.
+    #[arg(long, requires = "apply")]
+    pub rechunk: bool,
 }
 
 pub fn run(
@@ -73,74 +78,57 @@ pub fn run(
         Err(e) if e.is_user_error() && args.dataset.is_some() && !args.apply => None,
         Err(e) => return Err(e.into()),
     };
-    let tmp = tempfile::Builder::new().prefix("ckeep-set-").tempdir()?;
-    let set_dir = match (&args.dataset, &args.set_out) {
-        (Some(dir), _) => dir.clone(),
-        (None, dir) => {
-            let dir =
-                dir.clone().unwrap_or_else(|| tmp.path().join(format!("{}-set", args.generator)));
-            let engine = engine.as_ref().expect("opened above");
-            make_set(engine, &dir, args, out)?;
-            dir
-        }
+    let set = match &args.dataset {
+        Some(dir) => TestSet::Given { dir: dir.clone(), split: args.split.clone() },
+        None => TestSet::Synthetic {
+            options: SynthOptions::new(args.count as usize, args.seed, args.generator),
+            keep: args.set_out.clone(),
+        },
     };
-    let flags = DatasetFlags {
-        dataset: Some(set_dir.clone()),
-        split: args.split.clone(),
-        strict: false,
-        docs: None,
-        queries: None,
-        relevance: "doc".into(),
+    let request = RecommendRequest {
+        set,
+        strategies: args.strategies.clone(),
+        metric: args.metric,
+        folds: usize::from(args.folds),
+        seed: args.seed,
+        model: args.model.clone(),
         work_dir: args.work_dir.clone(),
-        model: None,
-        precision: ckeep_embed::Precision::F32,
-        fields: None,
     };
-    let data = load_dataset(&flags, out)?;
-    let (offered, evaluated) = ckeep_eval::recommend::candidates(
-        engine.as_ref(),
-        &args.strategies,
-        args.model.as_deref(),
-    )?;
-    let metrics = [args.metric];
-    let runs = Runs { metrics: &metrics, tokens: None, no_cache };
-    let comparison = compare(&flags, &data, evaluated, &runs, out)?;
-    let ids: Vec<&str> = data.queries.iter().map(|q| q.id.as_str()).collect();
-    let rec = recommend(&comparison, &offered, &ids, usize::from(args.folds), args.seed);
+    let bar = out.progress(0, "");
+    let mut progress = stage_progress(&bar);
+    let plan = request.plan(engine.as_ref(), &mut progress)?;
+    if let Some(made) = plan.made() {
+        out.note(format!(
+            "test set: {} `{}` queries from {} of {} documents ({} dropped as copies, {} as \
+             boilerplate; held-out text masked)",
+            made.queries,
+            made.generator,
+            made.documents_used,
+            made.documents,
+            made.near_copy_dropped,
+            made.bleed_dropped
+        ));
+    }
+    let data = plan.dataset();
+    out.note(format!(
+        "{}: {} documents, {} queries, {} strategies",
+        data.name,
+        data.docs.len(),
+        data.queries.len(),
+        plan.offered().len()
+    ));
+    let loaded = ckeep_engine::ModelSet::new(!no_cache);
+    let mut models = |spec: &str| loaded.get(spec).map_err(ckeep_engine::Error::Embed);
+    let rec = plan.run(&mut models, &mut progress)?;
+    drop(progress);
+    bar.finish_and_clear();
+    let offered = plan.offered();
     let applied = match (args.apply, engine) {
-        (true, Some(engine)) => apply(engine, store, &offered, &rec, out)?,
+        (true, Some(engine)) => apply(engine, store, offered, &rec, args.rechunk, out)?,
         _ => false,
     };
     print(&rec, args, applied, out)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Makes a synthetic set from the store's documents into `dir`.
-fn make_set(
-    engine: &Engine<DynStore>,
-    dir: &std::path::Path,
-    args: &EvalRecommendArgs,
-    out: &Output,
-) -> anyhow::Result<()> {
-    let bar = out.progress(0, "reading documents");
-    let docs = ckeep_eval::recommend::documents_of(engine, &mut |done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
-    })?;
-    bar.finish_and_clear();
-    let opts = SynthOptions::new(args.count as usize, args.seed, args.generator);
-    let report = synth::make(&docs, &opts, dir)?;
-    out.note(format!(
-        "test set: {} `{}` queries from {} of {} documents ({} dropped as copies, {} as \
-         boilerplate; held-out text masked)",
-        report.queries,
-        report.generator,
-        report.documents_used,
-        report.documents,
-        report.near_copy_dropped,
-        report.bleed_dropped
-    ));
-    Ok(())
 }
 
 /// Records the winner as the store's default when the set shows its gain with confidence.
@@ -149,9 +137,24 @@ fn apply(
     store: &str,
     offered: &[Strategy],
     rec: &Recommendation,
+    rechunk: bool,
     out: &Output,
 ) -> anyhow::Result<bool> {
-    match ckeep_eval::recommend::apply(&mut engine, offered, rec) {
+    let applied = if rechunk {
+        let bar = out.progress(0, "re-chunking");
+        let applied = ckeep_eval::recommend::apply_rechunked(
+            engine,
+            store,
+            offered,
+            rec,
+            &mut stage_progress(&bar),
+        );
+        bar.finish_and_clear();
+        applied
+    } else {
+        ckeep_eval::recommend::apply(&mut engine, offered, rec)
+    };
+    match applied {
         Ok(Applied::Applied) => Ok(true),
         Ok(Applied::AlreadyDefault) => {
             out.note("--apply: the store's default is already the best candidate; nothing changed");
@@ -165,12 +168,9 @@ fn apply(
             Ok(false)
         }
         Err(ckeep_engine::Error::ChunkerMismatch { stored, requested }) => {
-            bail!(UsageError(format!(
-                "--apply: `{}` needs chunker={requested}, and {store} is chunked with {stored}; \
-                 add the documents to a new store with --chunker {requested} (re-chunking a \
-                 store in place is not built yet)",
-                offered[rec.winner]
-            )))
+            let why =
+                ckeep_eval::recommend::rechunk_needed(&offered[rec.winner], &stored, &requested);
+            bail!(UsageError(format!("--apply: {why}")))
         }
         Err(e) => Err(e.into()),
     }

@@ -49,7 +49,7 @@ pub struct EvalSynthArgs {
     #[arg(long, value_name = "MODEL", default_value = "qwen2.5-coder-0.5b-instruct")]
     pub llm: String,
     /// The prompt of `--generator llm`, from a file; `{passage}` stands for the passage
-    /// (default: the prompt in the reference page of `eval synth`).
+    /// (default: the prompt in the guide docs/guides/own-documents.md).
     #[arg(long, value_name = "FILE")]
     pub prompt: Option<PathBuf>,
     #[command(flatten)]

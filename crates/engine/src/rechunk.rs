@@ -1,0 +1,53 @@
+//! A store's documents chunked anew (`ckeep eval recommend --apply --rechunk`): every document
+//! is added to an empty store with the new chunker and otherwise as the old store keeps it —
+//! the same model (its vectors come from the embedding cache where the chunks are the same),
+//! analyzer, representations, summaries (from the generation cache), default representation
+//! and quantisation. The old store is left as it was; replacing it is the store's one step
+//! (`ckeep_store::replace`), so a reader sees the old store or the new one, never a mix.
+
+use ckeep_store::StoreWrite;
+use ckeep_text::ChunkerSpec;
+
+use crate::{Engine, Error, IngestReport, Result};
+
+impl<S: StoreWrite> Engine<S> {
+    /// Adds every document of this store to `target`, an empty store, chunked with `chunker`;
+    /// `target` takes this engine's model and caches. The default strategy is not copied: it
+    /// was chosen for the old chunker, and the caller records the one chosen for the new.
+    pub fn copy_rechunked<T: StoreWrite>(
+        &self,
+        target: &mut Engine<T>,
+        chunker: &ChunkerSpec,
+        progress: crate::DeriveProgress<'_>,
+    ) -> Result<IngestReport> {
+        if !target.store.document_ids()?.is_empty() {
+            return Err(Error::Invalid(format!(
+                "{} already holds documents; re-chunking needs an empty store",
+                target.store.location()
+            )));
+        }
+        // Everything the old store keeps but its chunker (recorded by the ingest) and its
+        // default strategy.
+        let manifest = ckeep_store::Manifest {
+            schema_version: target.store.manifest()?.schema_version,
+            chunker: None,
+            default_strategy: None,
+            default_strategy_from: None,
+            ..self.store.manifest()?
+        };
+        target.store.set_manifest(&manifest)?;
+        target.embedder.clone_from(&self.embedder);
+        target.generation_cache.clone_from(&self.generation_cache);
+        target.bm25 = self.bm25;
+        let ids = self.store.document_ids()?;
+        let total = ids.len() as u64;
+        let mut ingest = target.ingest(chunker)?;
+        for (done, id) in ids.iter().enumerate() {
+            if let Some(stored) = self.store.document(id)? {
+                ingest.add(stored.document)?;
+            }
+            progress("re-chunking", done as u64 + 1, total);
+        }
+        ingest.finish_with(progress)
+    }
+}
