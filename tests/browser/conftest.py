@@ -91,6 +91,21 @@ def chinese_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
 
 
 @pytest.fixture(scope="session")
+def chinese_sentences_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The same 40 CMRC 2018 articles in sentence chunks, BM25 only, no token: a store whose
+    evaluation has a confident winner that needs another chunker."""
+    tmp = tmp_path_factory.mktemp("cmrc-sentences")
+    with (DATA / "zh" / "retrieval" / "cmrc2018" / "dev" / "docs.jsonl").open(encoding="utf-8") as f:
+        docs = [json.loads(line) for _, line in zip(range(40), f)]
+    source = jsonl(tmp / "docs.jsonl", [{"id": d["doc_id"], "title": d["title"], "text": d["text"]} for d in docs])
+    store = tmp / "store"
+    ckeep("--store", str(store), "add", str(source), "--chunker", "sentences")
+    server = Server(store, token=None)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def large_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """10,000 documents (QQP questions), BM25 only, no token."""
     tmp = tmp_path_factory.mktemp("large")

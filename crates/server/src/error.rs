@@ -179,6 +179,19 @@ impl From<ckeep_engine::Error> for ApiError {
     }
 }
 
+impl From<ckeep_eval::Error> for ApiError {
+    /// The engine's errors inside keep their class; the rest by the evaluation's own rule.
+    fn from(err: ckeep_eval::Error) -> Self {
+        if let ckeep_eval::Error::Engine(e) = err {
+            Self::from(e)
+        } else if err.is_user_error() {
+            Self::invalid(err.to_string())
+        } else {
+            Self::internal(err.to_string())
+        }
+    }
+}
+
 impl From<ckeep_store::Error> for ApiError {
     fn from(err: ckeep_store::Error) -> Self {
         Self::from(ckeep_engine::Error::from(err))

@@ -179,17 +179,19 @@ pub struct AppState {
     indexer: std::sync::Mutex<Option<StoreEngine>>,
     started: Instant,
     metrics: observe::Metrics,
+    /// The playground's evaluations of the store (`/evaluate`).
+    evaluations: std::sync::Mutex<routes::evaluate::Evaluations>,
 }
 
 /// The threads that update and rebuild the HNSW graph: a pool of their own, so a rebuild's
 /// long parallel tasks never hold the shared pool that ingests (and large scans) use — rayon
 /// workers finish their own queued work before taking injected jobs, which stalled a write for
 /// the 50 s of a rebuild — and, on Linux, at nice 10, so queries and writes go first.
-fn background_pool() -> Result<rayon::ThreadPool, ApiError> {
+pub(crate) fn background_pool(name: &'static str) -> Result<rayon::ThreadPool, ApiError> {
     let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
-        .thread_name(|i| format!("ckeep-index-{i}"))
+        .thread_name(move |i| format!("{name}-{i}"))
         .start_handler(|_| lower_priority())
         .build()
         .map_err(|e| ApiError::internal(format!("cannot start the index threads: {e}")))
@@ -245,7 +247,8 @@ impl AppState {
             batching,
             writes: AtomicU64::new(0),
             indexed_at: AtomicU64::new(0),
-            index_pool: background_pool()?,
+            index_pool: background_pool("ckeep-index")?,
+            evaluations: std::sync::Mutex::default(),
             indexer: std::sync::Mutex::new(Some(indexer)),
             started: Instant::now(),
             metrics: observe::Metrics::default(),

@@ -28,6 +28,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("results.js", "text/javascript; charset=utf-8", include_str!("../ui/results.js")),
     ("similar.js", "text/javascript; charset=utf-8", include_str!("../ui/similar.js")),
     ("evaluate.js", "text/javascript; charset=utf-8", include_str!("../ui/evaluate.js")),
+    ("recommend.js", "text/javascript; charset=utf-8", include_str!("../ui/recommend.js")),
     ("store.js", "text/javascript; charset=utf-8", include_str!("../ui/store.js")),
 ];
 

@@ -5,6 +5,7 @@ import { openDocument, renderResults } from "./results.js";
 import { strategyControls } from "./strategy.js";
 import { setupSimilar } from "./similar.js";
 import { setupEvaluate } from "./evaluate.js";
+import { setupRecommend } from "./recommend.js";
 import { setupStore } from "./store.js";
 
 const VIEWS = ["search", "compare", "similar", "evaluate", "store"];
@@ -92,6 +93,7 @@ async function main() {
 
   setupSimilar(status);
   setupEvaluate(status);
+  setupRecommend(status);
   setupStore(status, stats);
 
   window.addEventListener("hashchange", () => show(location.hash.slice(1)));

@@ -1,6 +1,7 @@
 //! The routes, authentication and the small read-only endpoints.
 
 pub(crate) mod documents;
+pub(crate) mod evaluate;
 pub(crate) mod query;
 
 use std::sync::Arc;
@@ -32,6 +33,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/search"),
     ("post", "/similar"),
     ("get", "/strategy"),
+    ("post", "/evaluate"),
+    ("get", "/evaluate/{id}"),
+    ("post", "/evaluate/{id}/apply"),
 ];
 
 pub fn router(state: Arc<AppState>) -> Router {
@@ -47,6 +51,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/search", post(query::search))
         .route("/strategy", get(query::strategy))
         .route("/similar", post(query::similar))
+        .route("/evaluate", post(evaluate::start))
+        .route("/evaluate/{id}", get(evaluate::status))
+        .route("/evaluate/{id}/apply", post(evaluate::apply))
         .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), authenticate));
     Router::new()
         .route("/health", get(health))
