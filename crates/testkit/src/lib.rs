@@ -10,3 +10,9 @@ pub fn data_dir() -> PathBuf {
         PathBuf::from,
     )
 }
+
+/// The models' reference files (reference vectors, format readers): the `models` folder beside
+/// the evaluation data, so `$CKEEP_DATA` moves both.
+pub fn shared_models_dir() -> PathBuf {
+    data_dir().join("../models")
+}

@@ -4,6 +4,7 @@
 mod bad_input;
 mod chinese;
 mod commands;
+mod docs_facts;
 mod documents;
 mod durability;
 mod eval;

@@ -1,8 +1,10 @@
 //! The README's tour, run as printed: every command of its shell block is executed in a scratch
-//! directory that holds what the tour names (`docs/` is the bundled corpus, `notes.md` and
-//! `corpus.jsonl` real files, `../shared/data` the evaluation data), each once as printed and once
-//! with `--json`. Only the server's address is changed (a free port instead of 8080). A renamed
-//! flag, a command that stops working, or output that stops parsing fails here.
+//! directory laid out as the repository is (`examples/` and `testdata/` copied, the evaluation
+//! data at `../shared/data`), each once as printed and once with `--json`. The `export PATH`
+//! line must put the release build's directory first (the tests run the same binary, built for
+//! testing). Only the server's address is changed (a free port instead of 8080). A renamed flag,
+//! a file the tour names that does not exist, a command that stops working, or output that stops
+//! parsing fails here.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -41,12 +43,12 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// The scratch directory: `work/` with the tour's inputs, `shared/data` beside it.
+/// The scratch directory: `work/` with the repository's `examples/` and `testdata/`, and
+/// `shared/data` beside it.
 fn scratch(dir: &Path) -> PathBuf {
     let work = dir.join("work");
-    copy_dir(&repo().join("examples/corpus"), &work.join("docs"));
-    std::fs::copy(repo().join("examples/corpus/bm25.md"), work.join("notes.md")).unwrap();
-    std::fs::copy(repo().join("testdata/corpus.jsonl"), work.join("corpus.jsonl")).unwrap();
+    copy_dir(&repo().join("examples"), &work.join("examples"));
+    copy_dir(&repo().join("testdata"), &work.join("testdata"));
     std::fs::create_dir_all(dir.join("shared")).unwrap();
     std::os::unix::fs::symlink(data_dir(), dir.join("shared/data")).unwrap();
     work
@@ -99,6 +101,10 @@ fn the_readme_tour_runs_as_printed() {
     let commands = tour();
     assert!(commands.len() >= 8, "{commands:?}");
     for words in &commands {
+        if words[0] == "export" {
+            assert_eq!(words[1], "PATH=$PWD/target/release:$PATH", "where scripts/demo.sh builds");
+            continue;
+        }
         assert_eq!(words[0], "ckeep", "{words:?}");
         let args = &words[1..];
         if args.contains(&"serve".to_string()) {
@@ -116,13 +122,13 @@ fn the_readme_tour_runs_as_printed() {
             assert!(plain.contains(results[0]["doc_id"].as_str().unwrap()), "{plain}");
         }
     }
-    // What the tour built: the default store from three kinds of input, the dense one embedded.
+    // What the tour built: the default store from two kinds of input, the dense one embedded.
     let stats = |store: &str| {
         let args = ["--json", "--store", store, "stats"].map(String::from);
         serde_json::from_str::<Value>(&run(&work, &args)).unwrap()
     };
     let default = stats(".ckeep");
     assert!(default["stats"]["documents"].as_u64().unwrap() > 10, "{default}");
-    let dense = stats("dense");
+    let dense = stats(".ckeep-dense");
     assert_eq!(dense["manifest"]["model"], "all-MiniLM-L6-v2", "{dense}");
 }
