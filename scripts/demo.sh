@@ -3,9 +3,14 @@
 # Usage: scripts/demo.sh [QUERY]   (store: $CKEEP_STORE, default ./.ckeep-demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "building ckeep (release; several minutes the first time, seconds after)" >&2
-cargo build --release -p ckeep
-ckeep=target/release/ckeep
+# CKEEP_BIN runs another build instead (CI runs the demo on its debug build).
+if [ -n "${CKEEP_BIN:-}" ]; then
+  ckeep=$CKEEP_BIN
+else
+  echo "building ckeep (release; several minutes the first time, seconds after)" >&2
+  cargo build --release -p ckeep
+  ckeep=target/release/ckeep
+fi
 export CKEEP_STORE="${CKEEP_STORE:-.ckeep-demo}"
 query="${1:-how does BM25 handle long chunks}"
 $ckeep add examples/corpus --chunker paragraphs

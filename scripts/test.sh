@@ -79,6 +79,11 @@ if [ "$tier" = postgres ]; then
 fi
 # The Python package, on a module built from the same artifacts.
 if run python; then phase "  Python package" bash scripts/test_python.sh; fi
+# The README's first set-up command, as printed but on the debug build and a scratch store.
+if run rust; then
+  phase "  demo (scripts/demo.sh)" env CKEEP_BIN=target/debug/ckeep CKEEP_STORE=target/ci-demo \
+    bash -c 'rm -rf target/ci-demo target/ci-demo-dense && scripts/demo.sh > /dev/null'
+fi
 # The playground in headless Chromium against a real `ckeep serve` (same binary and venv).
 if run browser; then phase "  playground (Chromium)" bash scripts/test_browser.sh; fi
 # `ckeep mcp` through a real MCP client (same binary and venv).

@@ -75,3 +75,11 @@ def test_the_python_readme_example_runs(scratch: Path) -> None:
     assert names["ckeep"].eval.metrics({"q1": {"d1": 1}}, {"q1": {"d1": 2.0, "d2": 1.0}},
                                        ["ndcg@10"]).means["ndcg@10"] == pytest.approx(1.0)
     assert os.path.isdir(scratch / "demo-python")
+
+
+def test_the_getting_started_one_liner_runs(scratch: Path) -> None:
+    page = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    [code] = re.findall(r'`python -c "(.*?)"`', page)
+    names, out = run(code)
+    assert "examples/corpus/bm25.md" in out, out
+    assert names["s"].stats()["stats"]["documents"] > 3
