@@ -277,7 +277,9 @@ class Store:
         ``mode``: ``bm25`` (default), ``dense``, ``hybrid``, ``hybrid:rrf``, ``hybrid:linear=W``.
         ``level``: ``chunk`` (default) or ``doc``; ``aggregate`` ranks documents from their chunks
         (``max``, ``sum``, ``mean:3``…). ``expand`` grows results into context (``window:1``,
-        ``parent``, ``doc``…). ``filter`` keeps documents whose metadata has these values.
+        ``parent``, ``doc``…). ``filter`` keeps documents whose metadata passes it: ``{"lang": "zh"}``,
+        or with operators ``{"year": {"$gte": 2020}}``, ``{"$or": [...]}`` (``ckeep search
+        --help`` lists them).
         ``strategy`` is a whole strategy spec (``mode=hybrid,level=doc``) that the other
         arguments override. ``explain`` fills each result's ``explain`` dict.
         """

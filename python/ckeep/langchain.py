@@ -20,12 +20,50 @@ from pydantic import ConfigDict, Field
 
 from . import Result, Store
 
-__all__ = ["CkeepRetriever", "to_document"]
+__all__ = ["CkeepRetriever", "to_ckeep_filter", "to_document"]
+
+
+def to_ckeep_filter(flt: Dict[str, Any]) -> Dict[str, Any]:
+    """A LangChain filter dict (the operators its PostgreSQL store takes: ``$eq``, ``$ne``,
+    ``$lt``, ``$lte``, ``$gt``, ``$gte``, ``$in``, ``$nin``, ``$between``, ``$like``,
+    ``$exists``, ``$and``, ``$or``, ``$not``) as Context Keeper's filter, which shares most of
+    them: ``$between`` becomes a range, and ``$like`` a prefix (``abc%``) or a containment
+    (``%abc%``); other ``$like`` patterns and ``$ilike`` are refused."""
+    out: Dict[str, Any] = {}
+    for key, value in flt.items():
+        if key in ("$and", "$or"):
+            out[key] = [to_ckeep_filter(f) for f in value]
+        elif key == "$not":
+            out[key] = to_ckeep_filter(value)
+        elif isinstance(value, dict) and any(k.startswith("$") for k in value):
+            out[key] = _operators(key, value)
+        else:
+            out[key] = value
+    return out
+
+
+def _operators(key: str, ops: Dict[str, Any]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for op, value in ops.items():
+        if op == "$between":
+            low, high = value
+            out["$gte"], out["$lte"] = low, high
+        elif op == "$like":
+            inner = value.strip("%")
+            if "%" in inner or "_" in inner:
+                raise ValueError(f"ckeep filters take `$like` as `abc%` or `%abc%` only (`{key}`)")
+            out["$contains" if value.startswith("%") else "$prefix"] = inner
+        elif op == "$ilike":
+            raise ValueError(f"ckeep filters have no case-insensitive match: `$ilike` on `{key}`")
+        else:
+            out[op] = value
+    return out
 
 
 class CkeepRetriever(BaseRetriever):
     """Retrieves from a :class:`ckeep.Store`; ``search_kwargs`` go to ``Store.search``
-    (``mode``, ``level``, ``aggregate``, ``expand``, ``filter``…)."""
+    (``mode``, ``level``, ``aggregate``, ``expand``, ``filter``…). A ``filter`` may be a
+    LangChain filter dict (see :func:`to_ckeep_filter`)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -36,7 +74,10 @@ class CkeepRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> List[Document]:
-        return [to_document(r) for r in self.store.search(query, k=self.k, **self.search_kwargs)]
+        kwargs = dict(self.search_kwargs)
+        if kwargs.get("filter") is not None:
+            kwargs["filter"] = to_ckeep_filter(dict(kwargs["filter"]))
+        return [to_document(r) for r in self.store.search(query, k=self.k, **kwargs)]
 
 
 def to_document(result: Result) -> Document:

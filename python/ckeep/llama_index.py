@@ -12,25 +12,77 @@ and in characters. Span lists are kept out of what the LLM and embedders see.
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Dict, List, Optional
 
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 
 from . import Result, Store
 
-__all__ = ["CkeepRetriever", "to_node"]
+__all__ = ["CkeepRetriever", "to_ckeep_filter", "to_node"]
+
+# LlamaIndex's operators in Context Keeper's filter (see `ckeep search --help`).
+_OPERATORS = {
+    FilterOperator.EQ: "$eq",
+    FilterOperator.NE: "$ne",
+    FilterOperator.GT: "$gt",
+    FilterOperator.GTE: "$gte",
+    FilterOperator.LT: "$lt",
+    FilterOperator.LTE: "$lte",
+    FilterOperator.IN: "$in",
+    FilterOperator.NIN: "$nin",
+    FilterOperator.ANY: "$in",  # a list holding any of the values: any element in the list
+    FilterOperator.CONTAINS: "$contains",
+    FilterOperator.TEXT_MATCH: "$contains",
+}
+
+
+def to_ckeep_filter(filters: MetadataFilters) -> Dict[str, Any]:
+    """LlamaIndex ``MetadataFilters`` (every operator but case-insensitive text match, every
+    condition, nested) as Context Keeper's filter."""
+    parts = [_one(f) if isinstance(f, MetadataFilter) else to_ckeep_filter(f)
+             for f in filters.filters]
+    condition = filters.condition or FilterCondition.AND
+    if condition == FilterCondition.NOT:
+        return {"$not": {"$and": parts}}
+    if len(parts) == 1:
+        return parts[0]
+    return {"$or" if condition == FilterCondition.OR else "$and": parts}
+
+
+def _one(f: MetadataFilter) -> Dict[str, Any]:
+    if f.operator == FilterOperator.ALL:
+        return {"$and": [{f.key: {"$contains": v}} for v in f.value]}
+    if f.operator == FilterOperator.IS_EMPTY:
+        return {"$or": [{f.key: {"$exists": False}}, {f.key: None}, {f.key: []}]}
+    op = _OPERATORS.get(f.operator)
+    if op is None:
+        raise ValueError(f"ckeep filters have no `{f.operator.value}` operator (filter on `{f.key}`)")
+    return {f.key: {op: f.value}}
 
 _HIDDEN = ["spans", "char_spans", "chunk_ids", "rank"]
 
 
 class CkeepRetriever(BaseRetriever):
     """Retrieves from a :class:`ckeep.Store`; keyword arguments go to ``Store.search``
-    (``mode``, ``level``, ``aggregate``, ``expand``, ``filter``…)."""
+    (``mode``, ``level``, ``aggregate``, ``expand``, ``filter``…). ``filters`` takes
+    LlamaIndex ``MetadataFilters``, as its vector-store retrievers do; with a ``filter`` too,
+    both must match."""
 
-    def __init__(self, store: Store, k: int = 4, **search_kwargs: Any) -> None:
+    def __init__(self, store: Store, k: int = 4, filters: Optional[MetadataFilters] = None,
+                 **search_kwargs: Any) -> None:
         self._store = store
         self._k = k
+        if filters is not None:
+            translated = to_ckeep_filter(filters)
+            given = search_kwargs.pop("filter", None)
+            search_kwargs["filter"] = translated if given is None else {"$and": [dict(given), translated]}
         self._search_kwargs = search_kwargs
         super().__init__()
 

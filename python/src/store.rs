@@ -275,7 +275,9 @@ impl Store {
                     let Value::Object(map) = serde_json::from_str::<Value>(&f)? else {
                         bail!(usage("filter must be a dict of metadata keys and values"));
                     };
-                    Some(MetadataFilter(map))
+                    let filter = MetadataFilter(map);
+                    filter.check().map_err(usage)?;
+                    Some(filter)
                 }
                 None => None,
             };

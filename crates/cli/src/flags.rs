@@ -192,8 +192,8 @@ pub(crate) fn parse_chunker(s: &str) -> Result<ChunkerSpec, String> {
     s.parse().map_err(|e: ckeep_text::Error| e.to_string())
 }
 
-pub(crate) fn parse_filter(s: &str) -> Result<(String, serde_json::Value), String> {
-    ckeep_engine::MetadataFilter::condition(s)
+pub(crate) fn parse_filter(s: &str) -> Result<ckeep_engine::MetadataFilter, String> {
+    ckeep_engine::MetadataFilter::parse(s)
 }
 
 pub(crate) fn strategy_help() -> String {

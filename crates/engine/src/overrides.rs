@@ -134,7 +134,7 @@ pub struct StrategyChoices {
     pub choices: BTreeMap<&'static str, Vec<String>>,
     /// The default strategy's value of each part, and `k`.
     pub defaults: BTreeMap<&'static str, String>,
-    /// How one filter condition is written (`KEY=VALUE`) and read.
+    /// How one filter is written (an example of the compact form) and read.
     pub filter: FilterSyntax,
 }
 
@@ -166,7 +166,7 @@ impl StrategyChoices {
             ("k", d.k.to_string()),
         ]);
         let filter = FilterSyntax {
-            condition: "KEY=VALUE",
+            condition: "year>=2020 and lang=zh",
             help: ckeep_store::MetadataFilter::CONDITION_HELP,
         };
         Self { choices, defaults, filter }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ckeep_core::Span;
-use ckeep_engine::{MetadataFilter, StrategyFields};
+use ckeep_engine::StrategyFields;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
@@ -54,8 +54,9 @@ struct SearchParams {
     /// `parent` (the enclosing section), `doc` (the whole document) or `merge:R`.
     #[serde(default)]
     expand: Option<String>,
-    /// Only documents whose metadata has these values, e.g. `{"lang": "zh"}`; a list value
-    /// means any of.
+    /// Only documents whose metadata passes, e.g. `{"lang": "zh"}` (a list value means any
+    /// of), `{"year": {"$gte": 2020}}` ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists,
+    /// $prefix, $contains) or `{"$or": [{"lang": "zh"}, {"lang": "ja"}]}` ($and, $or, $not).
     #[serde(default)]
     filter: Option<serde_json::Map<String, serde_json::Value>>,
     /// A whole strategy spec (e.g. `mode=hybrid,level=doc,agg=mean:3`); the fields above
@@ -170,7 +171,7 @@ impl McpServer {
                 ..StrategyFields::default()
             },
             explain: p.explain,
-            filter: p.filter.map(|f| query::RequestFilter::Object(MetadataFilter(f))),
+            filter: p.filter.map(query::RequestFilter::Object),
             ..SearchBody::default()
         };
         answer(query::run_search(&self.state, body).await.and_then(|r| to_value(&r)))

@@ -25,6 +25,10 @@
 mod any;
 #[cfg(feature = "testing")]
 pub mod contract;
+mod filter;
+#[cfg(test)]
+mod filter_tests;
+mod filter_text;
 #[cfg(feature = "postgres")]
 mod pg;
 mod rules;
@@ -36,6 +40,8 @@ mod types;
 pub use any::{
     DynStore, discard_staged, is_postgres_url, open, open_or_create, replace, staging_location,
 };
+pub use filter::MetadataFilter;
+pub use filter_text::FILTER_HELP;
 #[cfg(feature = "postgres")]
 pub use pg::PgStore;
 pub use sqlite::SqliteStore;

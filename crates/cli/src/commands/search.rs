@@ -59,9 +59,9 @@ pub struct SearchArgs {
     #[arg(long)]
     pub explain: bool,
     // The help is the engine's, which the playground shows too; the flag may be repeated.
-    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_filter,
+    #[arg(long, value_name = "FILTER", value_parser = parse_filter,
         help = ckeep_engine::MetadataFilter::CONDITION_HELP)]
-    pub filter: Vec<(String, serde_json::Value)>,
+    pub filter: Vec<ckeep_engine::MetadataFilter>,
     /// The model for dense search (default: the one the store was built with).
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
     pub model: Option<String>,
@@ -105,8 +105,8 @@ pub fn run(
             engine = engine.with_embedder(super::load_model(&spec, no_cache)?);
         }
     }
-    let filter = (!args.filter.is_empty())
-        .then(|| ckeep_engine::MetadataFilter(args.filter.iter().cloned().collect()));
+    let filter =
+        (!args.filter.is_empty()).then(|| ckeep_engine::MetadataFilter::all(args.filter.clone()));
     let req = SearchRequest { query: args.query.clone(), strategy, explain: args.explain, filter };
     let res = engine.search(&req)?;
     if out.json {

@@ -174,8 +174,54 @@ fn metadata_filters_restrict_results() {
     assert_eq!(ids(&["--filter", "year=\"2021\""]), Vec::<String>::new(), "JSON types count");
     assert_eq!(ids(&["--filter", "tags=travel"]), ["en2"]);
     assert_eq!(ids(&["--filter", "lang=[\"de\",\"fr\"]"]), ["de1"]);
+    // The compact form: comparisons, lists, existence, prefixes, logic.
+    assert_eq!(ids(&["--filter", "year>=2021"]), ["en2"]);
+    assert_eq!(ids(&["--filter", "year<2021 or lang=de"]).len(), 2);
+    assert_eq!(ids(&["--filter", "lang in [de, fr]"]), ["de1"]);
+    assert_eq!(ids(&["--filter", "lang not in [en]"]), ["de1"]);
+    assert_eq!(ids(&["--filter", "not year exists"]), ["de1"]);
+    assert_eq!(ids(&["--filter", "tags~geo and lang^=e"]), ["en2"]);
     let (code, err) = fails(&store, &["search", "river", "--filter", "nokey"]);
     assert_eq!(code, 2, "{err}");
+    let (code, err) = fails(&store, &["search", "river", "--filter", "year>="]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("at character 7: expected a value"), "{err}");
+}
+
+/// Chinese keys and values, and prefixes of Chinese paths, filter as English ones do.
+#[test]
+fn chinese_metadata_filters_by_value_and_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let corpus = dir.path().join("docs.jsonl");
+    std::fs::write(
+        &corpus,
+        concat!(
+            r#"{"id": "a", "text": "长江是中国最长的河流。", "metadata": {"来源": "文档/地理/长江.md", "年份": 2021}}"#,
+            "\n",
+            r#"{"id": "b", "text": "黄河是中国第二长的河流。", "metadata": {"来源": "文档/地理/黄河.md", "年份": 2019}}"#,
+            "\n",
+            r#"{"id": "c", "text": "河流的故事写在小说里。", "metadata": {"来源": "小说/河流.md"}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    ok(&store, &["add", corpus.to_str().unwrap()]);
+    let ids = |filter: &str| -> Vec<String> {
+        let found = json(&store, &["search", "河流", "--filter", filter]);
+        let mut ids: Vec<String> = found["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["doc_id"].as_str().unwrap().to_string())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids("来源^=文档/地理/"), ["a", "b"]);
+    assert_eq!(ids("来源^=文档/地理/ and 年份>2020"), ["a"]);
+    assert_eq!(ids("来源=小说/河流.md"), ["c"]);
+    assert_eq!(ids("来源~黄河"), ["b"]);
 }
 
 /// Fast tier: the in-repo corpus (three scripts) through the binary with the deterministic

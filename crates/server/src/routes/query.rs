@@ -38,14 +38,20 @@ pub(crate) struct SearchBody {
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum RequestFilter {
-    Object(MetadataFilter),
+    /// The JSON form, checked in [`Self::into_filter`] so a bad operator is named (inside an
+    /// untagged enum serde would only say that no variant matched).
+    Object(serde_json::Map<String, serde_json::Value>),
     Conditions(Vec<String>),
 }
 
 impl RequestFilter {
     fn into_filter(self) -> Result<MetadataFilter, ApiError> {
         match self {
-            Self::Object(filter) => Ok(filter),
+            Self::Object(map) => {
+                let filter = MetadataFilter(map);
+                filter.check().map_err(|e| ApiError::invalid(format!("`filter`: {e}")))?;
+                Ok(filter)
+            }
             Self::Conditions(list) => {
                 MetadataFilter::from_conditions(list.iter().map(String::as_str))
                     .map_err(|e| ApiError::invalid(format!("`filter`: {e}")))
