@@ -199,6 +199,23 @@ pub(crate) async fn start(
     let request = body.into_request()?;
     let job = lock(&state.evaluations).start()?;
     let first = lock(&job).snapshot();
+    // Whatever stops it from starting ends it as failed, so it never blocks the next one.
+    match launch(&state, request, Arc::clone(&job)).await {
+        Ok(()) => Ok((StatusCode::ACCEPTED, Json(first))),
+        Err(err) => {
+            lock(&job).finish(Err(err.message.clone()));
+            Err(err)
+        }
+    }
+}
+
+/// Plans the evaluation on a reader (reading the store takes seconds), then runs it on threads
+/// of its own, which need no store; progress goes to `job`.
+async fn launch(
+    state: &AppState,
+    request: RecommendRequest,
+    job: Arc<Mutex<Evaluation>>,
+) -> Result<(), ApiError> {
     let progress_job = Arc::clone(&job);
     let report = move |stage: &str, done: u64, total: u64| {
         let mut j = lock(&progress_job);
@@ -206,19 +223,9 @@ pub(crate) async fn start(
         j.done = done;
         j.total = total;
     };
-    // The plan reads the store with a reader for as long as that takes (seconds); the runs
-    // need no store and go to threads of their own.
-    let planned = {
-        let request = request.clone();
+    let plan = {
         let mut report = report.clone();
-        state.workers.read_untimed(move |e| Ok(request.plan(Some(e), &mut report))).await?
-    };
-    let plan = match planned {
-        Ok(plan) => plan,
-        Err(e) => {
-            lock(&job).finish(Err(e.to_string()));
-            return Err(ApiError::from(e));
-        }
+        state.workers.read_untimed(move |e| Ok(request.plan(Some(e), &mut report)?)).await?
     };
     lock(&job).test_set = plan.made().cloned();
     let pool = crate::background_pool("ckeep-evaluate")?;
@@ -234,7 +241,7 @@ pub(crate) async fn start(
             lock(&job).finish(outcome);
         })
         .map_err(|e| ApiError::internal(format!("cannot start the evaluation: {e}")))?;
-    Ok((StatusCode::ACCEPTED, Json(first)))
+    Ok(())
 }
 
 /// `GET /evaluate/{id}`.
