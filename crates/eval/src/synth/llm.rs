@@ -1,9 +1,19 @@
 //! The `llm` generator: a language model (the local one `ckeep model pull` installs, or any
 //! OpenAI-compatible server) writes the search query a passage answers, in the passage's
-//! language. Its answers are cleaned to one line; one that is empty, too long or a copy of
-//! corpus text is dropped and counted, never used.
+//! language. Its answers are cleaned to one line; one that is empty, too long, a repeat or a copy
+//! of corpus text is dropped and counted, never used, and a model that says nothing usable for
+//! [`super::MAX_UNUSABLE_IN_A_ROW`] answers in a row is stopped.
 
+use std::collections::{BTreeSet, HashSet};
+
+use ckeep_core::Document;
 use ckeep_llm::{Generator as Llm, Prompt};
+
+use super::overlap::OverlapIndex;
+use super::{
+    Candidate, MAX_UNUSABLE_IN_A_ROW, NEAR_COPY, SynthOptions, SynthQuery, SynthReport,
+    bleed_allowed, query,
+};
 
 use crate::Error;
 
@@ -92,6 +102,98 @@ fn clean(answer: &str, max_words: usize) -> Option<String> {
     let words = ckeep_text::SizeCounter::count(&ckeep_text::WordCounter, line);
     (line.chars().any(char::is_alphabetic) && words >= 1 && words <= max_words)
         .then(|| line.to_string())
+}
+
+/// Watches a model's answers: one that repeats an earlier query is unusable too (a model that
+/// says the same thing to every passage), and past [`MAX_UNUSABLE_IN_A_ROW`] unusable answers
+/// in a row the model is stopped.
+#[derive(Default)]
+pub(super) struct ModelWatch {
+    in_a_row: usize,
+    asked: HashSet<String>,
+}
+
+impl ModelWatch {
+    /// The query made, or `None`; an error once the model has said nothing usable for too long.
+    pub(super) fn observe(
+        &mut self,
+        asked: Asked,
+        report: &mut SynthReport,
+    ) -> Result<Option<SynthQuery>, Error> {
+        let answer = match asked {
+            Asked::Dropped => return Ok(None),
+            Asked::Made(q) if self.asked.insert(q.question.to_lowercase()) => {
+                self.in_a_row = 0;
+                return Ok(Some(q));
+            }
+            Asked::Made(q) => {
+                report.unusable_answers += 1;
+                q.question
+            }
+            Asked::Unusable(answer) => answer,
+        };
+        self.in_a_row += 1;
+        if self.in_a_row < MAX_UNUSABLE_IN_A_ROW {
+            return Ok(None);
+        }
+        let shown: String = answer.trim().chars().take(120).collect();
+        Err(Error::UnusableModel(format!(
+            "the language model gave {MAX_UNUSABLE_IN_A_ROW} answers in a row that are not a \
+             usable query (empty, not text, too long, a repeat, or copied from the documents); \
+             the last was {shown:?}. Check that --llm names a chat model and --prompt asks for \
+             one query"
+        )))
+    }
+}
+
+/// What asking the model about one passage gave.
+pub(super) enum Asked {
+    /// A usable query.
+    Made(SynthQuery),
+    /// The model's answer is no query, or copies corpus text: the model's fault.
+    Unusable(String),
+    /// The passage's text is boilerplate: not the model's fault.
+    Dropped,
+}
+
+/// Asks the model for the query a candidate's passage answers; the query if it is usable and
+/// copies no corpus text. Documents where the passage's sentence also stands are relevant too.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check(
+    docs: &[Document],
+    d: usize,
+    c: &Candidate,
+    index: &OverlapIndex,
+    opts: &SynthOptions,
+    writer: &QueryWriter<'_>,
+    report: &mut SynthReport,
+) -> Result<Asked, Error> {
+    let doc = &docs[d];
+    let passage = &doc.text[c.passage.0..c.passage.1];
+    let question = match writer.ask(passage, opts.max_words)? {
+        Ok(question) => question,
+        Err(answer) => {
+            report.unusable_answers += 1;
+            return Ok(Asked::Unusable(answer));
+        }
+    };
+    if !index.similar(&question, NEAR_COPY).is_empty()
+        || index.holds_a_unit(&question, opts.min_words, NEAR_COPY)
+    {
+        report.near_copy_dropped += 1;
+        return Ok(Asked::Unusable(question));
+    }
+    let others: BTreeSet<usize> = index
+        .similar(&c.question, NEAR_COPY)
+        .into_iter()
+        .map(|u| index.units[u].doc)
+        .filter(|&o| o != d)
+        .collect();
+    if !bleed_allowed(&others, opts, report) {
+        return Ok(Asked::Dropped);
+    }
+    // The query asks about the whole passage, which is its answer text.
+    Ok(Asked::Made(query(docs, d, &others, question, c.passage, Vec::new(), opts.generator)))
 }
 
 #[cfg(test)]

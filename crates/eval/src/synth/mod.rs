@@ -295,7 +295,7 @@ pub fn synthesize_with(
     let mut taken = Taken::default();
     let mut used_docs: BTreeSet<usize> = BTreeSet::new();
     let mut cursor = vec![0usize; docs.len()];
-    let mut watch = ModelWatch::default();
+    let mut watch = llm::ModelWatch::default();
     let order = sample(docs.len(), docs.len(), opts.seed);
     'rounds: loop {
         let mut progressed = false;
@@ -306,7 +306,7 @@ pub fn synthesize_with(
                 progressed = true;
                 report.tried += 1;
                 let made = match writer {
-                    Some(w) => match llm_check(docs, d, c, &index, opts, w, &mut report)
+                    Some(w) => match llm::check(docs, d, c, &index, opts, w, &mut report)
                         .and_then(|asked| watch.observe(asked, &mut report))
                     {
                         Ok(made) => made,
@@ -507,98 +507,6 @@ fn query(
         mask,
         generator,
     }
-}
-
-/// Watches a model's answers: one that repeats an earlier query is unusable too (a model that
-/// says the same thing to every passage), and past [`MAX_UNUSABLE_IN_A_ROW`] unusable answers
-/// in a row the model is stopped.
-#[derive(Default)]
-struct ModelWatch {
-    in_a_row: usize,
-    asked: HashSet<String>,
-}
-
-impl ModelWatch {
-    /// The query made, or `None`; an error once the model has said nothing usable for too long.
-    fn observe(
-        &mut self,
-        asked: Asked,
-        report: &mut SynthReport,
-    ) -> Result<Option<SynthQuery>, Error> {
-        let answer = match asked {
-            Asked::Dropped => return Ok(None),
-            Asked::Made(q) if self.asked.insert(q.question.to_lowercase()) => {
-                self.in_a_row = 0;
-                return Ok(Some(q));
-            }
-            Asked::Made(q) => {
-                report.unusable_answers += 1;
-                q.question
-            }
-            Asked::Unusable(answer) => answer,
-        };
-        self.in_a_row += 1;
-        if self.in_a_row < MAX_UNUSABLE_IN_A_ROW {
-            return Ok(None);
-        }
-        let shown: String = answer.trim().chars().take(120).collect();
-        Err(Error::UnusableModel(format!(
-            "the language model gave {MAX_UNUSABLE_IN_A_ROW} answers in a row that are not a \
-             usable query (empty, not text, too long, a repeat, or copied from the documents); \
-             the last was {shown:?}. Check that --llm names a chat model and --prompt asks for \
-             one query"
-        )))
-    }
-}
-
-/// What asking the model about one passage gave.
-enum Asked {
-    /// A usable query.
-    Made(SynthQuery),
-    /// The model's answer is no query, or copies corpus text: the model's fault.
-    Unusable(String),
-    /// The passage's text is boilerplate: not the model's fault.
-    Dropped,
-}
-
-/// Asks the model for the query a candidate's passage answers; the query if it is usable and
-/// copies no corpus text. Documents where the passage's sentence also stands are relevant too.
-#[allow(clippy::too_many_arguments)]
-fn llm_check(
-    docs: &[Document],
-    d: usize,
-    c: &Candidate,
-    index: &OverlapIndex,
-    opts: &SynthOptions,
-    writer: &llm::QueryWriter<'_>,
-    report: &mut SynthReport,
-) -> Result<Asked, Error> {
-    let doc = &docs[d];
-    let passage = &doc.text[c.passage.0..c.passage.1];
-    let question = match writer.ask(passage, opts.max_words)? {
-        Ok(question) => question,
-        Err(answer) => {
-            report.unusable_answers += 1;
-            return Ok(Asked::Unusable(answer));
-        }
-    };
-    if !index.similar(&question, NEAR_COPY).is_empty()
-        || index.holds_a_unit(&question, opts.min_words, NEAR_COPY)
-    {
-        report.near_copy_dropped += 1;
-        return Ok(Asked::Unusable(question));
-    }
-    let others: BTreeSet<usize> = index
-        .similar(&c.question, NEAR_COPY)
-        .into_iter()
-        .map(|u| index.units[u].doc)
-        .filter(|&o| o != d)
-        .collect();
-    if !bleed_allowed(&others, opts, report) {
-        return Ok(Asked::Dropped);
-    }
-    // The query asks about the whole passage, which is its answer text.
-    Ok(Asked::Made(query(docs, d, &others, question, c.passage, Vec::new(), opts.generator)))
 }
 
 fn mask_of(doc: &Document, place: Place) -> Mask {
