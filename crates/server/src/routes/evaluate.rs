@@ -13,8 +13,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use ckeep_engine::Strategy;
-use ckeep_eval::recommend::{self as rec, Applied, RecommendRequest, Recommendation, TestSet};
-use ckeep_eval::synth::{Generator, SynthOptions, SynthReport};
+use ckeep_eval::recommend::{self as rec, Applied, RecommendRequest, Recommendation};
+use ckeep_eval::synth::{Generator, SynthReport};
 use serde::{Deserialize, Serialize};
 
 use crate::AppState;
@@ -76,10 +76,6 @@ impl EvaluateBody {
             request.metric =
                 metric.parse().map_err(|e| ApiError::invalid(format!("`metric`: {e}")))?;
         }
-        request.set = TestSet::Synthetic {
-            options: SynthOptions::new(self.count, self.seed, generator),
-            keep: None,
-        };
         request.strategies = self.strategies;
         request.folds = self.folds;
         Ok(request)
