@@ -236,6 +236,21 @@ fn search_layer(
     layer: usize,
     visited: &mut Visited,
 ) -> Vec<Near> {
+    search_layer_kept(d, links, entries, ef, layer, visited, |_| true)
+}
+
+/// Beam search on one layer that returns only nodes `keep` accepts (up to `ef`, sorted by
+/// distance) but walks through every node: a filter must not cut the paths to the nodes it
+/// keeps (hnswlib's filtered search). With `keep` always true this is the plain search.
+fn search_layer_kept(
+    d: &impl Distances,
+    links: &(impl Links + ?Sized),
+    entries: &[u32],
+    ef: usize,
+    layer: usize,
+    visited: &mut Visited,
+    keep: impl Fn(u32) -> bool,
+) -> Vec<Near> {
     visited.clear();
     let mut frontier: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
     let mut best: BinaryHeap<Near> = BinaryHeap::new();
@@ -245,7 +260,9 @@ fn search_layer(
     d.distances(&ids, &mut dists);
     for (&e, &dist) in ids.iter().zip(&dists) {
         frontier.push(std::cmp::Reverse(Near(dist, e)));
-        best.push(Near(dist, e));
+        if keep(e) {
+            best.push(Near(dist, e));
+        }
     }
     while best.len() > ef {
         best.pop();
@@ -264,9 +281,11 @@ fn search_layer(
         for (&nb, &dist) in ids.iter().zip(&dists) {
             if best.len() < ef || best.peek().is_some_and(|w| dist < w.0) {
                 frontier.push(std::cmp::Reverse(Near(dist, nb)));
-                best.push(Near(dist, nb));
-                if best.len() > ef {
-                    best.pop();
+                if keep(nb) {
+                    best.push(Near(dist, nb));
+                    if best.len() > ef {
+                        best.pop();
+                    }
                 }
             }
         }
@@ -405,8 +424,60 @@ impl Hnsw {
         Some(self.walk(&codes.int8_query(q)?, k, ef))
     }
 
+    /// The `k` rows most similar to `q` among those `keep` accepts, walking the whole graph
+    /// (rows it rejects still lead to the ones it accepts). Each accepted row found is one of
+    /// the `ef` nearest accepted rows, so when few rows are accepted the walk visits most of
+    /// the graph: a caller scores few rows exactly instead (see the engine's filter plan).
+    pub fn search_filtered(
+        &self,
+        data: &[f32],
+        q: &[f32],
+        k: usize,
+        ef: usize,
+        keep: impl Fn(u32) -> bool,
+    ) -> Vec<(u32, f32)> {
+        let d = Rows { data, dim: self.dim }.query(q);
+        let mut found = self.walk_kept(&d, k, ef, |n| keep(n) && !self.is_deleted(n));
+        found.truncate(k);
+        found
+    }
+
+    /// [`Hnsw::search_codes`] among the rows `keep` accepts (see [`Hnsw::search_filtered`]).
+    pub fn search_codes_filtered(
+        &self,
+        codes: &crate::Codes,
+        q: &[f32],
+        k: usize,
+        ef: usize,
+        keep: impl Fn(u32) -> bool,
+    ) -> Option<Vec<(u32, f32)>> {
+        if codes.len() != self.len() || codes.dim() != q.len() {
+            return None;
+        }
+        let mut found =
+            self.walk_kept(&codes.int8_query(q)?, k, ef, |n| keep(n) && !self.is_deleted(n));
+        found.truncate(k);
+        Some(found)
+    }
+
     /// The `k` nearest live rows by `d`, as `(row, similarity)`, best first.
     fn walk(&self, d: &impl Distances, k: usize, ef: usize) -> Vec<(u32, f32)> {
+        // Deleted rows take places in the beam, as in the walk before tombstones were kept.
+        let mut found = self.walk_kept(d, k, ef, |_| true);
+        found.retain(|&(row, _)| !self.is_deleted(row));
+        found.truncate(k);
+        found
+    }
+
+    /// The nearest rows by `d` that `keep` accepts (the beam's `ef.max(k)`), as
+    /// `(row, similarity)`, best first.
+    fn walk_kept(
+        &self,
+        d: &impl Distances,
+        k: usize,
+        ef: usize,
+        keep: impl Fn(u32) -> bool,
+    ) -> Vec<(u32, f32)> {
         let Some(mut at) = self.entry else { return Vec::new() };
         let links = &self.links;
         for layer in (1..=self.max_level).rev() {
@@ -419,11 +490,9 @@ impl Hnsw {
         VISITED
             .with_borrow_mut(|visited| {
                 visited.grow(self.links.len());
-                search_layer(d, links, &[at], ef.max(k), 0, visited)
+                search_layer_kept(d, links, &[at], ef.max(k), 0, visited, keep)
             })
             .into_iter()
-            .filter(|n| !self.is_deleted(n.1))
-            .take(k)
             .map(|n| (n.1, 1.0 - n.0))
             .collect()
     }
@@ -521,114 +590,4 @@ impl Hnsw {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Deterministic pseudo-random unit vectors.
-    pub(super) fn random(n: usize, dim: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        let mut out = Vec::with_capacity(n * dim);
-        for _ in 0..n {
-            let row: Vec<f32> = (0..dim)
-                .map(|_| {
-                    s = s
-                        .wrapping_mul(6_364_136_223_846_793_005)
-                        .wrapping_add(1_442_695_040_888_963_407);
-                    ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-                })
-                .collect();
-            let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt();
-            out.extend(row.iter().map(|x| x / norm));
-        }
-        out
-    }
-
-    fn exact(data: &[f32], dim: usize, q: &[f32], k: usize) -> Vec<u32> {
-        exact_live(data, dim, q, k, &[])
-    }
-
-    /// The exact top `k` among rows not marked in `deleted`.
-    pub(super) fn exact_live(
-        data: &[f32],
-        dim: usize,
-        q: &[f32],
-        k: usize,
-        deleted: &[bool],
-    ) -> Vec<u32> {
-        let mut all: Vec<(u32, f32)> = data
-            .chunks_exact(dim)
-            .enumerate()
-            .filter(|(i, _)| !deleted.get(*i).copied().unwrap_or(false))
-            .map(|(i, r)| (i as u32, dot(q, r)))
-            .collect();
-        all.sort_by(|a, b| b.1.total_cmp(&a.1));
-        all.into_iter().take(k).map(|x| x.0).collect()
-    }
-
-    #[test]
-    fn recall_against_exact_search() {
-        let (n, dim) = (5000, 32);
-        let data = random(n, dim, 7);
-        let g = Hnsw::build(&data, dim, HnswParams::default());
-        let queries = random(100, dim, 99);
-        let mut hit = 0;
-        for q in queries.chunks_exact(dim) {
-            let want = exact(&data, dim, q, 10);
-            let got: Vec<u32> = g.search(&data, q, 10, 100).into_iter().map(|x| x.0).collect();
-            hit += want.iter().filter(|w| got.contains(w)).count();
-        }
-        let recall = hit as f64 / 1000.0;
-        assert!(recall >= 0.95, "recall@10 = {recall}");
-    }
-
-    #[test]
-    fn int8_codes_walk_the_float_graph_to_the_same_neighbours() {
-        let (n, dim) = (5000, 32);
-        let data = random(n, dim, 7);
-        let g = Hnsw::build(&data, dim, HnswParams::default());
-        let codes = crate::Codes::encode(crate::Quantization::Int8, &data, dim).unwrap();
-        let queries = random(100, dim, 99);
-        let mut hit = 0;
-        for q in queries.chunks_exact(dim) {
-            let want = exact(&data, dim, q, 10);
-            // Twice the candidates, rescored exactly: what the engine does with int8 codes.
-            let mut got: Vec<(u32, f32)> = g
-                .search_codes(&codes, q, 20, 100)
-                .unwrap()
-                .into_iter()
-                .map(|(i, _)| (i, dot(q, &data[i as usize * dim..(i as usize + 1) * dim])))
-                .collect();
-            got.sort_by(|a, b| b.1.total_cmp(&a.1));
-            hit += want.iter().filter(|w| got[..10].iter().any(|g| g.0 == **w)).count();
-        }
-        let recall = hit as f64 / 1000.0;
-        assert!(recall >= 0.95, "recall@10 through int8 codes = {recall}");
-        let binary = crate::Codes::encode(crate::Quantization::Binary, &data, dim).unwrap();
-        assert!(g.search_codes(&binary, &queries[..dim], 10, 100).is_none());
-        let fewer = crate::Codes::encode(crate::Quantization::Int8, &data[dim..], dim).unwrap();
-        assert!(g.search_codes(&fewer, &queries[..dim], 10, 100).is_none());
-        assert!(g.search_codes(&codes, &queries[..dim - 1], 10, 100).is_none());
-    }
-
-    #[test]
-    fn bytes_round_trip_and_garbage_is_refused() {
-        let data = random(300, 8, 1);
-        let g = Hnsw::build(&data, 8, HnswParams::default());
-        let back = Hnsw::from_bytes(&g.to_bytes()).unwrap();
-        assert_eq!(back.links, g.links);
-        assert_eq!(back.search(&data, &data[..8], 5, 50), g.search(&data, &data[..8], 5, 50));
-        assert!(Hnsw::from_bytes(b"not a graph").is_none());
-        let mut cut = g.to_bytes();
-        cut.truncate(cut.len() / 2);
-        assert!(Hnsw::from_bytes(&cut).is_none());
-    }
-
-    #[test]
-    fn empty_and_single() {
-        let g = Hnsw::build(&[], 4, HnswParams::default());
-        assert!(g.search(&[], &[1.0, 0.0, 0.0, 0.0], 3, 10).is_empty());
-        let one = [1.0, 0.0, 0.0, 0.0];
-        let g = Hnsw::build(&one, 4, HnswParams::default());
-        assert_eq!(g.search(&one, &one, 3, 10), [(0, 1.0)]);
-    }
-}
+mod tests;
