@@ -21,7 +21,10 @@
 //!     generation grows with every kind of write;
 //! 12. a store's own vector search ([`crate::StoreRead::vector_search`]), when it has one,
 //!     finds the nearest chunks (of the allowed documents) with their stored vectors;
-//! 13. `check` passes on every store the other tests leave behind.
+//! 13. `check` passes on every store the other tests leave behind;
+//! 14. every filter operator, on numbers, dates, strings (Chinese among them), booleans,
+//!     arrays and missing keys, selects exactly the documents [`MetadataFilter::matches`]
+//!     passes, whatever the store pushes down into its queries.
 //!
 //! Run it on a store behind [`crate::DynStore`] as well, so every forwarded method is covered.
 
@@ -47,7 +50,7 @@ macro_rules! store_contract_tests {
         $crate::store_contract_tests!(@each [$(#[$attr])*] $make;
             roundtrip, replace, remove, postings_and_stats, invalid_write_is_atomic,
             vectors_and_summaries, manifest, span_text, lookups_keep_order, derived_entries,
-            filters_and_generation, nearest);
+            filters_and_generation, nearest, filter_operators);
     };
     (@each $attrs:tt $make:expr; $($name:ident),*) => {$(
         $crate::store_contract_tests!(@one $attrs $make; $name);
@@ -473,4 +476,92 @@ pub fn nearest(store: &mut dyn StoreWrite) {
     assert_eq!(ids.len(), 4, "both leaves of the two allowed documents: {ids:?}");
     assert!(ids.iter().all(|id| id == "n03" || id == "n15"), "{ids:?}");
     assert!(search.nearest("missing", &query, 3, true, None).unwrap().is_empty());
+}
+
+/// Property 14.
+pub fn filter_operators(store: &mut dyn StoreWrite) {
+    use serde_json::json;
+    let metadata = [
+        json!({"year": 2020, "lang": "en", "tags": ["x", "y"], "path": "docs/a.md", "draft": true,
+               "at": "2024-05-01T10:00:00+02:00", "score": 0.5}),
+        json!({"year": 2021, "lang": "de", "tags": [], "path": "docs/sub/b.md", "draft": false,
+               "at": "2024-05-01", "score": 1}),
+        json!({"year": "2020", "lang": ["en", "zh"], "path": "notes/c.md", "note": null,
+               "at": "2024-04-30T23:59:59Z"}),
+        json!({"year": 2019.5, "lang": "zh", "path": "文档/河流.md", "区": "东区",
+               "tags": ["河流", "海"], "score": -3}),
+        json!({"year": 1e3, "nested": {"k": 1}, "path": "docs", "lang": [["en", "de"], "fr"]}),
+        json!({}),
+    ];
+    let docs = metadata
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let mut d = sample(&format!("m{i}"), "some words here");
+            d.document.metadata = m.clone();
+            d
+        })
+        .collect();
+    store.write_batch(docs).unwrap();
+    let filters = [
+        "year = 2020",
+        "year != 2020",
+        "year > 2019.5",
+        "year >= 2020",
+        "year < 2020",
+        "year <= 2019.5",
+        "year > 100",
+        "year in [2020, 2021]",
+        "year not in [2020]",
+        "lang = en",
+        "lang in [zh, fr]",
+        "lang not in [en]",
+        "tags ~ y",
+        "tags ~ 河流",
+        "path ^= docs/",
+        "path ^= 文档/",
+        "path ^= docs",
+        "path ~ sub",
+        "note exists",
+        "not note exists",
+        "区 = 东区",
+        "区 ^= 东",
+        "draft = true",
+        "draft = false",
+        "at >= \"2024-05-01\"",
+        "at < \"2024-05-01T09:00:00Z\"",
+        "score > 0",
+        "score <= 0.5",
+        "year >= 2020 and lang = en",
+        "year = 2021 or lang = zh",
+        "not (lang = en or year < 2000)",
+        "missing exists",
+        "tags = []",
+    ];
+    let mut cases: Vec<MetadataFilter> = filters
+        .iter()
+        .map(|f| MetadataFilter::parse(f).unwrap_or_else(|e| panic!("{f}: {e}")))
+        .collect();
+    for raw in [
+        json!({"lang": ["en", "de"]}),
+        json!({"nested": {"k": 1}}),
+        json!({"year": {"$gt": 2019, "$lt": 2021}}),
+        json!({"tags": {"$contains": "x"}}),
+        json!({"year": {"$in": []}}),
+        json!({"$or": [{"year": 2021}, {"$not": {"lang": "en"}}]}),
+        json!({"$and": [{"path": {"$prefix": "docs/"}}, {"draft": {"$ne": true}}]}),
+    ] {
+        cases.push(serde_json::from_value(raw).unwrap());
+    }
+    for filter in cases {
+        let keys = store.doc_keys_where(&filter).unwrap();
+        let got = store.doc_ids_by_key(&keys).unwrap();
+        let want: Vec<String> = metadata
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| filter.matches(m))
+            .map(|(i, _)| format!("m{i}"))
+            .collect();
+        assert_eq!(got, want, "{}", serde_json::to_string(&filter).unwrap());
+    }
 }

@@ -26,6 +26,7 @@ mod any;
 #[cfg(feature = "testing")]
 pub mod contract;
 mod filter;
+mod filter_sql;
 #[cfg(test)]
 mod filter_tests;
 mod filter_text;

@@ -24,6 +24,11 @@ use crate::{Error, Manifest, Result, SCHEMA_VERSION};
 /// version `i + 1`.
 const MIGRATIONS: &[&str] = &[include_str!("schema.sql")];
 
+/// Equality and `IN` on any metadata key answered without reading the documents
+/// (`jsonb_path_ops` serves `@?` with `==` tests).
+const METADATA_INDEX: &str = "CREATE INDEX IF NOT EXISTS documents_metadata ON ckeep.documents \
+     USING gin ((metadata::jsonb) jsonb_path_ops)";
+
 /// Serialises creating and migrating a store, so two processes opening it at once do not race.
 const MIGRATION_LOCK: i64 = 0x636b_6565_705f_6d69; // "ckeep_mi"
 
@@ -137,6 +142,7 @@ impl PgStore {
             config,
         };
         store.migrate(create)?;
+        store.index_metadata()?;
         Ok(store)
     }
 
@@ -151,6 +157,22 @@ impl PgStore {
             self.ef_search.set(0);
         }
         Ok(self.client.borrow_mut())
+    }
+
+    /// The GIN index that metadata filters' pushed-down conditions (`metadata::jsonb @?
+    /// jsonpath`) are answered from, made on first open by stores written before it existed.
+    /// Checked first with a read, so opening a store that has it takes no lock.
+    fn index_metadata(&self) -> Result<()> {
+        let mut client = self.connection()?;
+        let has: bool = client
+            .query_one("SELECT to_regclass('ckeep.documents_metadata') IS NOT NULL", &[])?
+            .get(0);
+        if !has {
+            // A role that may only read still opens the store: filters work without the
+            // index, only slower.
+            let _ = client.batch_execute(METADATA_INDEX);
+        }
+        Ok(())
     }
 
     /// Creates the schema, or brings an older one up to date; refuses a newer one.

@@ -10,6 +10,7 @@ use postgres::{Client, Row, Statement};
 
 use super::PgStore;
 use super::write::literal;
+use crate::filter_sql::{Dialect, Pushdown, SqlParam};
 use crate::{
     CheckReport, Error, Lacking, LexicalFieldStats, Manifest, MetadataFilter, RepresentationStats,
     Result, StoreRead, StoreStats, StoredChunk, StoredDocument, VectorMatrix, VectorSearch,
@@ -417,12 +418,28 @@ impl StoreRead for PgStore {
     }
 
     fn doc_keys_where(&self, filter: &MetadataFilter) -> Result<Vec<DocKey>> {
-        // The filter's own definition decides (as in every backend); the database only skips
-        // documents without metadata.
-        let rows = self.query(
-            "SELECT key, metadata FROM ckeep.documents WHERE metadata IS NOT NULL ORDER BY key",
-            &[],
-        )?;
+        // The database narrows, through the GIN index over `metadata::jsonb` where it can
+        // (see `filter_sql`); the filter's own definition decides on what it returns.
+        let pushed = Pushdown::of(filter, Dialect::Postgres);
+        let sql = format!(
+            "SELECT key, metadata FROM ckeep.documents WHERE metadata IS NOT NULL AND ({}) ORDER BY key",
+            pushed.sql
+        );
+        let texts: Vec<String> = pushed
+            .params
+            .into_iter()
+            .map(|p| match p {
+                SqlParam::Text(t) => t,
+                // The PostgreSQL dialect writes values into its jsonpath texts.
+                SqlParam::Int(i) => i.to_string(),
+                SqlParam::Real(r) => r.to_string(),
+            })
+            .collect();
+        let params: Vec<&(dyn ToSql + Sync)> =
+            texts.iter().map(|t| t as &(dyn ToSql + Sync)).collect();
+        // Not kept prepared: each shape of filter makes its own statement, and a server takes
+        // any shape a client sends.
+        let rows = self.connection()?.query(sql.as_str(), &params)?;
         Ok(rows
             .iter()
             .filter(|r| {

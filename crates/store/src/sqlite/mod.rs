@@ -19,6 +19,11 @@ const SCHEMA: &str = include_str!("schema.sql");
 /// The vector change log (see [`StoreRead::vector_changes`]); stores made before it get it on
 /// first open.
 const VECTOR_LOG: &str = include_str!("vector_log.sql");
+/// Documents' metadata beside their keys: a filter reads this narrow index instead of every
+/// document's row, whose text lies before the metadata (measured at 15k documents by
+/// `cargo bench -p ckeep-engine --bench filters`). Stores made before it get it on first open.
+const METADATA_INDEX: &str = "CREATE INDEX IF NOT EXISTS documents_metadata \
+     ON documents (key, metadata) WHERE metadata IS NOT NULL;";
 /// Bytes of the database file read through a memory map (SQLite caps it at 2 GiB by default;
 /// address space, not memory: pages are shared with the OS cache).
 const MMAP_BYTES: i64 = 1 << 34;
@@ -129,7 +134,8 @@ impl SqliteStore {
             store.conn.execute_batch(
                 "CREATE TABLE IF NOT EXISTS aux (name TEXT PRIMARY KEY, data BLOB NOT NULL);",
             )?;
-            store.add_vector_log()?;
+            store.add_missing("vector_log_delete", VECTOR_LOG)?;
+            store.add_missing("documents_metadata", METADATA_INDEX)?;
         }
         Ok(store)
     }
@@ -138,6 +144,7 @@ impl SqliteStore {
         let tx = self.conn.transaction()?;
         tx.execute_batch(SCHEMA)?;
         tx.execute_batch(VECTOR_LOG)?;
+        tx.execute_batch(METADATA_INDEX)?;
         tx.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
             [SCHEMA_VERSION.to_string()],
@@ -148,17 +155,17 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// Adds the vector change log to a store made before it. Checked first with a read, so
-    /// opening a store that has it never waits for a writer's lock.
-    fn add_vector_log(&mut self) -> Result<()> {
+    /// Runs `sql` on a store made before the schema object `name` existed. Checked first with
+    /// a read, so opening a store that has it never waits for a writer's lock.
+    fn add_missing(&mut self, name: &str, sql: &str) -> Result<()> {
         let has: bool = self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'vector_log_delete')",
-            [],
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?1)",
+            [name],
             |r| r.get(0),
         )?;
         if !has {
             let tx = self.conn.transaction()?;
-            tx.execute_batch(VECTOR_LOG)?;
+            tx.execute_batch(sql)?;
             tx.commit()?;
         }
         Ok(())

@@ -6,6 +6,7 @@ use ckeep_core::{
 use rusqlite::{OptionalExtension, params};
 
 use super::{SqliteStore, check};
+use crate::filter_sql::{Dialect, Pushdown, SqlParam};
 use crate::{
     CheckReport, Error, Lacking, LexicalFieldStats, Manifest, MetadataFilter, RepresentationStats,
     Result, StoreRead, StoreStats, StoredChunk, StoredDocument, VectorMatrix,
@@ -349,11 +350,24 @@ impl StoreRead for SqliteStore {
     }
 
     fn doc_keys_where(&self, filter: &MetadataFilter) -> Result<Vec<DocKey>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT key, metadata FROM documents WHERE metadata IS NOT NULL ORDER BY key",
-        )?;
+        // SQL narrows (see `filter_sql`); the filter's own definition decides.
+        let pushed = Pushdown::of(filter, Dialect::Sqlite);
+        let sql = format!(
+            "SELECT key, metadata FROM documents WHERE metadata IS NOT NULL AND ({}) ORDER BY key",
+            pushed.sql
+        );
+        let params: Vec<rusqlite::types::Value> = pushed
+            .params
+            .into_iter()
+            .map(|p| match p {
+                SqlParam::Text(t) => rusqlite::types::Value::Text(t),
+                SqlParam::Int(i) => rusqlite::types::Value::Integer(i),
+                SqlParam::Real(r) => rusqlite::types::Value::Real(r),
+            })
+            .collect();
+        let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut keys = Vec::new();
-        let mut rows = stmt.query([])?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
         while let Some(row) = rows.next()? {
             let json: String = row.get(1)?;
             let metadata = serde_json::from_str(&json).unwrap_or_default();
