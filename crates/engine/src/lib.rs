@@ -27,6 +27,7 @@ mod default_strategy;
 mod derive;
 mod expand;
 mod fault;
+mod filtered;
 mod ingest;
 mod lexical;
 mod manifest;
@@ -64,6 +65,7 @@ pub use default_strategy::DefaultStrategy;
 pub use derive::{DeriveProgress, DeriveReport, StageReport};
 pub use expand::Expansion;
 pub use fault::{Fault, UsageError};
+pub use filtered::{FilterPlan, FilteredBy};
 pub use ingest::{Ingest, IngestReport};
 pub use lexical::{LexicalParams, Thousandths};
 pub use models::{ModelSet, load_model, stored_model};
@@ -231,6 +233,8 @@ pub struct Engine<S> {
     background_index: bool,
     /// Where language-model summaries are cached (`None`: not cached).
     generation_cache: Option<std::path::PathBuf>,
+    /// Filters answered lately, shared with readers.
+    filters: filtered::FilterCache,
 }
 
 impl<S> Engine<S> {
@@ -244,6 +248,7 @@ impl<S> Engine<S> {
             vectors: vectors::cache::VectorCache::default(),
             background_index: false,
             generation_cache: None,
+            filters: filtered::FilterCache::default(),
         }
     }
 
@@ -259,6 +264,7 @@ impl<S> Engine<S> {
             vectors: self.vectors.shared(),
             background_index: self.background_index,
             generation_cache: self.generation_cache.clone(),
+            filters: self.filters.clone(),
         }
     }
 

@@ -42,6 +42,10 @@ pub struct SearchResponse {
     /// and where it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default_strategy: Option<crate::DefaultStrategy>,
+    /// With `explain` and a filter: what the filter let through and how the dense search used
+    /// it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<crate::FilterPlan>,
     /// Where the time went; not part of the JSON (a server sends it as `Server-Timing`).
     #[serde(skip)]
     pub timing: SearchTiming,

@@ -3,12 +3,14 @@
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey, LexicalStats, Posting, SourceMap, Span};
 use ckeep_store::{Manifest, ReadSnapshot, StoredChunk};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use ckeep_index::{Bm25, DocHit, FusedParts, TitleField, top_k};
 use ckeep_store::StoreRead;
 
 use crate::expand::Context;
+use crate::filtered::{AllowedDocs, DenseFilter, FilterPlan};
 use crate::represent::Resolved;
 pub use crate::request::{
     ChunkExplanation, Explanation, ResultChunk, SearchRequest, SearchResponse, SearchResult,
@@ -66,6 +68,8 @@ struct Scored {
     hits: Vec<ChunkHit>,
     fused: Option<HashMap<ChunkId, FusedParts>>,
     dense_only: bool,
+    /// How the dense search used the filter, if both ran.
+    dense_filter: Option<DenseFilter>,
 }
 
 /// The strategy a search ran, as asked: a representation the store chose by default is not
@@ -155,8 +159,12 @@ impl<S: StoreRead> Searcher<'_, S> {
         let engine = self.engine;
         let strategy = self.checked_strategy(req)?;
         let manifest = &self.manifest;
-        let allowed: Option<HashSet<DocKey>> = match &req.filter {
-            Some(f) => Some(engine.store.doc_keys_where(f)?.into_iter().collect()),
+        let allowed: Option<Arc<AllowedDocs>> = match &req.filter {
+            Some(f) => Some(engine.filters.get_or(
+                serde_json::to_string(f).unwrap_or_default(),
+                engine.store.generation()?,
+                || Ok::<_, Error>(AllowedDocs::new(engine.store.doc_keys_where(f)?)),
+            )?),
             None => None,
         };
         let summarizer = strategy.summarizer.as_ref().map(ToString::to_string);
@@ -172,12 +180,20 @@ impl<S: StoreRead> Searcher<'_, S> {
             .then(|| engine.query_vector(manifest, &req.query))
             .transpose()?;
         let embed = embedding.elapsed();
-        let allowed = allowed.as_ref();
+        let allowed = allowed.as_deref();
         let analyzer = crate::analysis::of_store(manifest)?;
         let score = |repr: &Resolved| {
             self.score(&req.query, q.as_deref(), &strategy, repr, analyzer, allowed)
         };
         let mut scored = score(&reprs[0])?;
+        let filter_plan = allowed.map(|a| FilterPlan {
+            documents: a.len(),
+            chunks: scored.dense_filter.and_then(|d| d.matching),
+            share: scored
+                .dense_filter
+                .and_then(|d| Some(d.matching? as f64 / d.total?.max(1) as f64)),
+            dense: scored.dense_filter.map(|d| d.by),
+        });
         // The hits are ranked once; explanations need only the other parts of `scored`.
         let hits = std::mem::take(&mut scored.hits);
         let groups: Vec<DocHit> = match strategy.level {
@@ -233,6 +249,7 @@ impl<S: StoreRead> Searcher<'_, S> {
             strategy: as_asked(strategy, req),
             results,
             default_strategy: req.explain.then(|| crate::DefaultStrategy::of(&self.manifest)),
+            filter: filter_plan.filter(|_| req.explain),
             timing: SearchTiming { embed, total: std::time::Duration::ZERO },
         })
     }
@@ -299,14 +316,14 @@ impl<S: StoreRead> Searcher<'_, S> {
         strategy: &Strategy,
         repr: &Resolved,
         analyzer: ckeep_index::Analyzer,
-        allowed: Option<&HashSet<DocKey>>,
+        allowed: Option<&AllowedDocs>,
     ) -> Result<Scored> {
         let candidates = candidates(strategy);
         let params = VectorParams::of(strategy);
         if strategy.mode == Mode::Dense {
-            let hits =
+            let (hits, dense_filter) =
                 self.engine.dense_hits(q.unwrap_or_default(), repr, candidates, params, allowed)?;
-            return Ok(Scored { hits, dense_only: true, ..Scored::default() });
+            return Ok(Scored { hits, dense_only: true, dense_filter, ..Scored::default() });
         }
         let (terms, _) = analyzer.term_counts(query);
         let names: Vec<String> = terms.iter().map(|(t, _)| t.clone()).collect();
@@ -329,17 +346,30 @@ impl<S: StoreRead> Searcher<'_, S> {
         let title_field = title.as_ref().map(TitlePostings::field);
         let mut hits = bm25.score_fields(&terms, &postings, stats, title_field);
         if let Some(allowed) = allowed {
-            hits.retain(|h| allowed.contains(&h.doc));
+            hits.retain(|h| allowed.contains(h.doc));
         }
         let mut fused = None;
+        let mut dense_filter = None;
         if let Mode::Hybrid(fusion) = strategy.mode {
-            let dense_hits =
+            let (dense_hits, plan) =
                 self.engine.dense_hits(q.unwrap_or_default(), repr, candidates, params, allowed)?;
             let (f, parts) = fusion.fuse(hits, dense_hits, candidates);
             hits = f;
             fused = Some(parts);
+            dense_filter = plan;
         }
-        Ok(Scored { bm25, terms, names, stats, postings, title, hits, fused, dense_only: false })
+        Ok(Scored {
+            bm25,
+            terms,
+            names,
+            stats,
+            postings,
+            title,
+            hits,
+            fused,
+            dense_only: false,
+            dense_filter,
+        })
     }
 
     /// Every score component of the chunks behind one result.

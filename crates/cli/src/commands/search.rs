@@ -113,6 +113,9 @@ pub fn run(
         out.print_json(&res)?;
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(plan) = &res.filter {
+        outln!("{}", plan.describe());
+    }
     if res.results.is_empty() {
         out.note(format!("no results for {:?} ({})", res.query, res.strategy));
     }

@@ -181,6 +181,11 @@ fn metadata_filters_restrict_results() {
     assert_eq!(ids(&["--filter", "lang not in [en]"]), ["de1"]);
     assert_eq!(ids(&["--filter", "not year exists"]), ["de1"]);
     assert_eq!(ids(&["--filter", "tags~geo and lang^=e"]), ["en2"]);
+    // --explain says what the filter let through.
+    let explained = json(&store, &["search", "river", "--filter", "lang=en", "--explain"]);
+    assert_eq!(explained["filter"]["documents"], 2, "{explained}");
+    let text = ok(&store, &["search", "river", "--filter", "lang=en", "--explain"]);
+    assert!(text.contains("filter: 2 document(s) pass"), "{text}");
     let (code, err) = fails(&store, &["search", "river", "--filter", "nokey"]);
     assert_eq!(code, 2, "{err}");
     let (code, err) = fails(&store, &["search", "river", "--filter", "year>="]);

@@ -12,8 +12,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ckeep_core::{ChunkHit, ChunkId};
-use ckeep_index::{Hnsw, dot_all, dot_rows};
+use ckeep_index::{Hnsw, dot, dot_all, dot_rows};
 use ckeep_store::VectorMatrix;
+
+use crate::filtered::{AllowedDocs, DenseFilter, FilteredBy};
 
 /// Above this share of removed base rows the graph is rebuilt rather than updated: tombstones
 /// still cost the walks that pass through them.
@@ -161,6 +163,48 @@ impl DenseIndex {
             hits.extend(scan_rows(&self.tail, q, |_| false));
         }
         hits
+    }
+
+    /// The live rows of `allowed` documents scored against `q`, by the plan
+    /// [`FilteredBy::choose`] picks for how many match: exactly, or (many matching rows and a
+    /// `graph`) the best `candidates` found by a filtered walk of the base; the tail is
+    /// always scanned.
+    pub fn search_allowed(
+        &self,
+        q: &[f32],
+        graph: Option<&Hnsw>,
+        candidates: usize,
+        ef: usize,
+        allowed: &AllowedDocs,
+    ) -> (Vec<ChunkHit>, DenseFilter) {
+        let base = &self.base;
+        let live =
+            |row: usize| allowed.contains(base.docs[row]) && !self.removed.contains(&(row as u32));
+        let base_matching = (0..base.len()).filter(|&r| live(r)).count();
+        let tail_matching = self.tail.docs.iter().filter(|&&d| allowed.contains(d)).count();
+        let matching = base_matching + tail_matching;
+        let by = FilteredBy::choose(matching, self.len(), graph.is_some());
+        let hit = |row: u32, score: f32| ChunkHit {
+            chunk: base.ids[row as usize],
+            doc: base.docs[row as usize],
+            score,
+        };
+        let walked = graph.filter(|_| by == FilteredBy::FilteredGraph).map(|g| {
+            g.search_filtered(&base.data, q, candidates, ef.max(candidates), |r| live(r as usize))
+        });
+        let mut hits: Vec<ChunkHit> = if let Some(found) = walked {
+            found.into_iter().map(|(row, score)| hit(row, score)).collect()
+        } else {
+            let dim = base.dim;
+            (0..base.len())
+                .filter(|&r| live(r))
+                .map(|r| hit(r as u32, dot(&base.data[r * dim..(r + 1) * dim], q)))
+                .collect()
+        };
+        if tail_matching > 0 {
+            hits.extend(scan_rows(&self.tail, q, |i| !allowed.contains(self.tail.docs[i])));
+        }
+        (hits, DenseFilter { matching: Some(matching), total: Some(self.len()), by })
     }
 
     /// The live rows in chunk order (how the store reads them, so a graph built over them

@@ -20,15 +20,14 @@ pub(crate) mod live;
 mod maintain;
 mod quantized;
 
-use std::collections::HashSet;
-
-use ckeep_core::{ChunkHit, DocKey};
+use ckeep_core::ChunkHit;
 use ckeep_index::{Quantization, dot_all, top_k};
 use ckeep_store::{StoreRead, VectorMatrix, VectorSearch};
 
 pub(crate) use dense::check_model;
 pub use maintain::VectorIndexBuild;
 
+use crate::filtered::{AllowedDocs, DenseFilter, FilteredBy};
 use crate::represent::{Resolved, Source};
 use crate::{Engine, Error, Result, Strategy};
 
@@ -78,9 +77,10 @@ impl VectorParams {
 /// Where a dense search finds its candidates.
 #[derive(Clone, Copy)]
 pub(crate) enum Backend<'a> {
-    /// Every loaded vector scored (asked for, filtered, or a collection too small for a graph).
+    /// Every loaded vector scored (asked for, or a collection too small for a graph).
     Exact,
-    /// The loaded vectors' HNSW graph (a large collection; an exact scan while it has none).
+    /// The loaded vectors' HNSW graph (a large collection; an exact scan while it has none);
+    /// a filtered search walks it or scores the matching rows, by the filter plan.
     Graph,
     /// The compact codes of a quantised stored representation, scanned or walking the graph,
     /// candidates rescored with their float32 vectors.
@@ -90,15 +90,14 @@ pub(crate) enum Backend<'a> {
 }
 
 impl<'a> Backend<'a> {
-    /// The backend for a search of `repr` with `params` (`filtered`: only some documents'
-    /// chunks may be returned), on a store with or without a vector search of its own.
+    /// The backend for a search of `repr` with `params`, on a store with or without a vector
+    /// search of its own.
     pub fn choose(
         repr: &'a Resolved,
         params: VectorParams,
-        filtered: bool,
         store_search: Option<&'a dyn VectorSearch>,
     ) -> Self {
-        let exact = params.exact || filtered;
+        let exact = params.exact;
         if let Source::Stored(name) = &repr.source {
             // Quantised: our own scan of the codes, whatever the store (a PostgreSQL store
             // then serves the candidates' float32 vectors for rescoring).
@@ -139,22 +138,24 @@ impl<S: StoreRead> Engine<S> {
     /// chunk (exact scan), or, unless `params` say `exact`, the best `candidates` found through
     /// the HNSW graph (large collections, no filter), the compact codes of a quantised
     /// representation (rescored) or the store's own search; only chunks of `allowed` documents
-    /// when given.
+    /// when given, found as the filter plan says (returned with them).
     pub(crate) fn dense_hits(
         &self,
         q: &[f32],
         repr: &Resolved,
         candidates: usize,
         params: VectorParams,
-        allowed: Option<&HashSet<DocKey>>,
-    ) -> Result<Vec<ChunkHit>> {
-        let backend = Backend::choose(repr, params, allowed.is_some(), self.store.vector_search());
+        allowed: Option<&AllowedDocs>,
+    ) -> Result<(Vec<ChunkHit>, Option<DenseFilter>)> {
+        let backend = Backend::choose(repr, params, self.store.vector_search());
         match backend {
             Backend::Codes(name, kind) => {
                 self.quantized_hits(q, name, kind, candidates, params.rescoring, allowed)
             }
             Backend::Store(name, search) => {
-                store_hits(search, q, name, candidates, params, allowed)
+                let hits = store_hits(search, q, name, candidates, params, allowed)?;
+                let plan = DenseFilter { matching: None, total: None, by: FilteredBy::Store };
+                Ok((hits, allowed.map(|_| plan)))
             }
             Backend::Exact | Backend::Graph => {
                 self.loaded_hits(q, repr, candidates, backend, allowed)
@@ -171,21 +172,26 @@ impl<S: StoreRead> Engine<S> {
         repr: &Resolved,
         candidates: usize,
         backend: Backend<'_>,
-        allowed: Option<&HashSet<DocKey>>,
-    ) -> Result<Vec<ChunkHit>> {
+        allowed: Option<&AllowedDocs>,
+    ) -> Result<(Vec<ChunkHit>, Option<DenseFilter>)> {
         let (index, _, stale) = self.dense_index(repr)?;
         if index.len() == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         }
         same_dimension(index.dim(), q)?;
         let graph = (matches!(backend, Backend::Graph) && index.base.len() >= ANN_MIN_VECTORS)
             .then(|| self.graph(&repr.key, &index.base, index.base_generation))
             .flatten();
-        let mut hits = index.search(q, graph.as_deref(), candidates, ANN_EF);
-        if let Some(allowed) = allowed {
-            hits.retain(|h| allowed.contains(&h.doc));
-        }
-        if stale { self.live_hits(hits, candidates) } else { Ok(hits) }
+        let (hits, plan) = match allowed {
+            Some(allowed) => {
+                let (hits, plan) =
+                    index.search_allowed(q, graph.as_deref(), candidates, ANN_EF, allowed);
+                (hits, Some(plan))
+            }
+            None => (index.search(q, graph.as_deref(), candidates, ANN_EF), None),
+        };
+        let hits = if stale { self.live_hits(hits, candidates)? } else { hits };
+        Ok((hits, plan))
     }
 }
 
@@ -199,13 +205,9 @@ fn store_hits(
     repr: &str,
     candidates: usize,
     params: VectorParams,
-    allowed: Option<&HashSet<DocKey>>,
+    allowed: Option<&AllowedDocs>,
 ) -> Result<Vec<ChunkHit>> {
-    let docs: Option<Vec<DocKey>> = allowed.map(|a| {
-        let mut keys: Vec<DocKey> = a.iter().copied().collect();
-        keys.sort_unstable();
-        keys
-    });
+    let docs: Option<Vec<ckeep_core::DocKey>> = allowed.map(AllowedDocs::keys);
     let asked = candidates + NEAREST_MARGIN;
     let exact = params.exact || allowed.is_some();
     let mut m = search.nearest(repr, q, asked, exact, docs.as_deref())?;

@@ -17,6 +17,7 @@ use super::blob::stamp_of;
 use super::cache::Loaded;
 use super::codes::CodeMatrix;
 use super::{ANN_EF, ANN_MIN_VECTORS, MIN_CHANGES_READ_ALL, Rescoring, same_dimension};
+use crate::filtered::{AllowedDocs, DenseFilter, FilteredBy};
 use crate::manifest::ManifestExt;
 use crate::{Engine, Error, Result};
 
@@ -114,11 +115,11 @@ impl<S: StoreRead> Engine<S> {
         kind: Quantization,
         candidates: usize,
         rescoring: Rescoring,
-        allowed: Option<&HashSet<DocKey>>,
-    ) -> Result<Vec<ChunkHit>> {
+        allowed: Option<&AllowedDocs>,
+    ) -> Result<(Vec<ChunkHit>, Option<DenseFilter>)> {
         let (m, _, stale) = self.codes(name, kind)?;
         if m.ids.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         }
         same_dimension(m.codes.dim(), q)?;
         let oversample = rescoring.oversample.unwrap_or_else(|| kind.default_oversample());
@@ -129,12 +130,27 @@ impl<S: StoreRead> Engine<S> {
             (true, Quantization::Int8) => candidates.max(rescored),
             (true, _) => rescored,
         };
-        let keep = |row: usize| allowed.is_none_or(|a| a.contains(&m.docs[row]));
-        // A filtered search scans: the graph's best would be filtered after the walk.
-        let walked = (allowed.is_none() && kind == Quantization::Int8)
-            .then(|| self.codes_graph(name, &m))
-            .flatten()
-            .and_then(|graph| graph.search_codes(&m.codes, q, wanted, ANN_EF.max(wanted)));
+        let keep = |row: usize| allowed.is_none_or(|a| a.contains(m.docs[row]));
+        // int8 codes walk the graph; a filtered search walks it only when many chunks match.
+        let graph = (kind == Quantization::Int8).then(|| self.codes_graph(name, &m)).flatten();
+        let plan = allowed.map(|a| {
+            let matching = m.docs.iter().filter(|&&d| a.contains(d)).count();
+            let by = match FilteredBy::choose(matching, m.ids.len(), graph.is_some()) {
+                FilteredBy::FilteredGraph => FilteredBy::FilteredGraph,
+                FilteredBy::PreFilter | FilteredBy::CodesScan | FilteredBy::Store => {
+                    FilteredBy::CodesScan
+                }
+            };
+            DenseFilter { matching: Some(matching), total: Some(m.ids.len()), by }
+        });
+        let ef = ANN_EF.max(wanted);
+        let walked = graph.and_then(|graph| match plan {
+            None => graph.search_codes(&m.codes, q, wanted, ef),
+            Some(p) if p.by == FilteredBy::FilteredGraph => {
+                graph.search_codes_filtered(&m.codes, q, wanted, ef, |r| keep(r as usize))
+            }
+            Some(_) => None,
+        });
         let found = walked.unwrap_or_else(|| m.codes.nearest(q, wanted, keep));
         let hit = |&(row, score): &(u32, f32)| ChunkHit {
             chunk: m.ids[row as usize],
@@ -143,7 +159,8 @@ impl<S: StoreRead> Engine<S> {
         };
         if !rescoring.rescore {
             let hits = found.iter().map(hit).collect();
-            return if stale { self.live_hits(hits, candidates) } else { Ok(hits) };
+            let hits = if stale { self.live_hits(hits, candidates)? } else { hits };
+            return Ok((hits, plan));
         }
         // Only chunks still stored come back, so this is also the liveness check. Each is
         // normalised and scored as the float32 scan scores it, so the scores are the same.
@@ -161,7 +178,7 @@ impl<S: StoreRead> Engine<S> {
             let tail: Vec<ChunkHit> = tail.iter().map(hit).collect();
             hits.extend(if stale { self.live_hits(tail, candidates)? } else { tail });
         }
-        Ok(top_k(hits, candidates))
+        Ok((top_k(hits, candidates), plan))
     }
 
     /// The graph int8 codes `m` of stored representation `name` walk: the store's, if it
