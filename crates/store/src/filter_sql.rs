@@ -22,6 +22,7 @@ pub(crate) enum SqlParam {
 
 /// The SQL dialect a condition is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // a build without the PostgreSQL store
 pub(crate) enum Dialect {
     /// `?N` parameters, JSON1 functions over the `metadata` column.
     Sqlite,
