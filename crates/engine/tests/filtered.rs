@@ -25,16 +25,15 @@ fn brute_force(
 ) -> Vec<(ChunkId, f32)> {
     let allowed: HashSet<_> = engine.store().doc_keys_where(filter).unwrap().into_iter().collect();
     let (mut q, _) = model.embed(&[query], InputKind::Query).unwrap();
-    let q = q.pop().unwrap();
+    let mut q = q.pop().unwrap();
+    ckeep_embed::normalize(&mut q);
     let m = engine.store().vectors("plain").unwrap();
     let mut scored: Vec<(f32, ChunkId)> = (0..m.len())
         .filter(|&i| allowed.contains(&m.docs[i]))
         .map(|i| {
             let mut row = m.data[i * m.dim..(i + 1) * m.dim].to_vec();
             ckeep_embed::normalize(&mut row);
-            let mut qn = q.clone();
-            ckeep_embed::normalize(&mut qn);
-            (row.iter().zip(&qn).map(|(a, b)| a * b).sum(), m.ids[i])
+            (row.iter().zip(&q).map(|(a, b)| a * b).sum(), m.ids[i])
         })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));

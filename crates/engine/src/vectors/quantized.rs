@@ -135,12 +135,8 @@ impl<S: StoreRead> Engine<S> {
         let graph = (kind == Quantization::Int8).then(|| self.codes_graph(name, &m)).flatten();
         let plan = allowed.map(|a| {
             let matching = m.docs.iter().filter(|&&d| a.contains(d)).count();
-            let by = match FilteredBy::choose(matching, m.ids.len(), graph.is_some()) {
-                FilteredBy::FilteredGraph => FilteredBy::FilteredGraph,
-                FilteredBy::PreFilter | FilteredBy::CodesScan | FilteredBy::Store => {
-                    FilteredBy::CodesScan
-                }
-            };
+            let walk = FilteredBy::choose(matching, m.ids.len(), graph.is_some());
+            let by = if walk == FilteredBy::FilteredGraph { walk } else { FilteredBy::CodesScan };
             DenseFilter { matching: Some(matching), total: Some(m.ids.len()), by }
         });
         let ef = ANN_EF.max(wanted);
