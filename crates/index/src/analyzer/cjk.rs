@@ -16,7 +16,9 @@ static JIEBA: LazyLock<Jieba> = LazyLock::new(Jieba::new);
 pub(super) fn terms(text: &str, segment_han: bool, out: &mut Vec<String>) {
     for (run, cjk) in runs(text, is_cjk) {
         if !cjk {
-            for word in run.unicode_words() {
+            // UAX #29 keeps a combining mark with the character before it, even a space (a
+            // Devanagari sign after a space is an alphabetic "word" " ं"): terms have no spaces.
+            for word in run.unicode_words().flat_map(str::split_whitespace) {
                 super::english(word, out);
             }
         } else if segment_han {
@@ -62,6 +64,17 @@ fn runs(text: &str, pred: impl Fn(char) -> bool) -> impl Iterator<Item = (&str, 
 #[cfg(test)]
 mod tests {
     use crate::Analyzer;
+
+    #[test]
+    fn a_combining_mark_after_a_space_makes_no_term_with_a_space() {
+        // Found on a CMRC article with characters dropped: "वाराणसी ं" before the fix gave " ं".
+        for a in [Analyzer::Cjk, Analyzer::Jieba] {
+            let terms = a.terms("瓦拉纳西（वाराणसी ं）是印度的城市 \u{901}x");
+            let spaced = terms.iter().any(|t| t.is_empty() || t.contains(char::is_whitespace));
+            assert!(!spaced, "{terms:?}");
+            assert!(terms.iter().any(|t| t == "城市"), "{terms:?}");
+        }
+    }
 
     #[test]
     fn cjk_bigrams_and_english_words() {
