@@ -264,6 +264,7 @@ class Store:
         level: str | None = None,
         aggregate: str | None = None,
         expand: str | None = None,
+        diversify: str | None = None,
         repr: str | None = None,
         summarizer: str | None = None,
         model: str | None = None,
@@ -277,16 +278,18 @@ class Store:
         ``mode``: ``bm25`` (default), ``dense``, ``hybrid``, ``hybrid:rrf``, ``hybrid:linear=W``.
         ``level``: ``chunk`` (default) or ``doc``; ``aggregate`` ranks documents from their chunks
         (``max``, ``sum``, ``mean:3``…). ``expand`` grows results into context (``window:1``,
-        ``parent``, ``doc``…). ``filter`` keeps documents whose metadata passes it: ``{"lang": "zh"}``,
+        ``parent``, ``doc``…). ``diversify="mmr:0.5"`` picks the results by maximal marginal
+        relevance, so near-copies give way to new content (``explain`` shows each one's
+        redundancy penalty). ``filter`` keeps documents whose metadata passes it: ``{"lang": "zh"}``,
         or with operators ``{"year": {"$gte": 2020}}``, ``{"$or": [...]}`` (``ckeep search
         --help`` lists them).
         ``strategy`` is a whole strategy spec (``mode=hybrid,level=doc``) that the other
         arguments override. ``explain`` fills each result's ``explain`` dict.
         """
         return [Result._from_json(r) for r in self.search_json(
-            query, k=k, mode=mode, level=level, aggregate=aggregate, expand=expand, repr=repr,
-            summarizer=summarizer, model=model, filter=filter, explain=explain, exact=exact,
-            strategy=strategy)["results"]]
+            query, k=k, mode=mode, level=level, aggregate=aggregate, expand=expand,
+            diversify=diversify, repr=repr, summarizer=summarizer, model=model, filter=filter,
+            explain=explain, exact=exact, strategy=strategy)["results"]]
 
     def search_json(self, query: str, *, k: int | None = None,
                     filter: Mapping[str, Any] | None = None, **options: Any) -> dict[str, Any]:

@@ -23,7 +23,8 @@ class Store:
                   analyzer: Optional[str] = None, size_unit: Optional[str] = None) -> str: ...
     def search(self, query: str, *, strategy: Optional[str] = None, k: Optional[int] = None,
                mode: Optional[str] = None, level: Optional[str] = None, aggregate: Optional[str] = None,
-               expand: Optional[str] = None, repr: Optional[str] = None, summarizer: Optional[str] = None,
+               expand: Optional[str] = None, diversify: Optional[str] = None,
+               repr: Optional[str] = None, summarizer: Optional[str] = None,
                model: Optional[str] = None, filter: Optional[str] = None, explain: bool = False,
                exact: bool = False) -> str: ...
     def show(self, doc_id: str) -> str: ...

@@ -234,7 +234,8 @@ impl Store {
     /// Searches; the JSON is `ckeep search --json`'s, with each result's spans also in
     /// characters (`char_spans`).
     #[pyo3(signature = (query, *, strategy=None, k=None, mode=None, level=None, aggregate=None,
-        expand=None, repr=None, summarizer=None, model=None, filter=None, explain=false, exact=false))]
+        expand=None, diversify=None, repr=None, summarizer=None, model=None, filter=None,
+        explain=false, exact=false))]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -246,6 +247,7 @@ impl Store {
         level: Option<String>,
         aggregate: Option<String>,
         expand: Option<String>,
+        diversify: Option<String>,
         repr: Option<String>,
         summarizer: Option<String>,
         model: Option<String>,
@@ -262,6 +264,7 @@ impl Store {
                 level,
                 agg: aggregate,
                 expand,
+                diversify,
                 repr,
                 summarizer,
                 exact: exact.then_some(true),

@@ -57,6 +57,22 @@ def test_explain_and_filters_match_the_cli(cli_store: Path) -> None:
     assert all(r.explain and r.explain["mode"] == "bm25" for r in store.search("birds", explain=True))
 
 
+@pytest.mark.parametrize("query", ["owls hunting at night", "天气"])
+def test_diversified_results_match_the_cli(cli_store: Path, query: str) -> None:
+    store = ckeep.Store(cli_store)
+    args = ["search", query, "--mode", "hybrid", "--diversify", "mmr:0.5", "--explain", "-k", "4"]
+    want = cli(*args, store=cli_store)
+    got = store.search_json(query, mode="hybrid", diversify="mmr:0.5", explain=True, k=4)
+    for r in got["results"]:
+        del r["char_spans"]
+    assert got == want
+    penalties = [r["explain"]["diversity"] for r in got["results"]]
+    assert penalties and penalties[0]["redundancy"] == 0 and penalties[0]["similarity"] == "vectors"
+    assert all(p["similar_to"] is not None for p in penalties[1:])
+    with pytest.raises(ckeep.UsageError, match="from 0 to 1"):
+        store.search(query, diversify="mmr:2")
+
+
 def test_character_spans_index_python_strings(cli_store: Path) -> None:
     store = ckeep.Store(cli_store)
     results = store.search("天气", k=3)

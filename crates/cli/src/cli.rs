@@ -104,7 +104,7 @@ pub enum Command {
     #[cfg(feature = "watch")]
     Watch(WatchArgs),
     /// Search the store.
-    Search(SearchArgs),
+    Search(Box<SearchArgs>),
     /// Print a stored document byte for byte, or its chunks with spans.
     Show(ShowArgs),
     /// Print the text `add` would store for files, without a store: what a PDF, HTML, EPUB or

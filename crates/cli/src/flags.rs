@@ -212,6 +212,10 @@ pub(crate) fn parse_expansion(s: &str) -> Result<ckeep_engine::Expansion, String
     s.parse()
 }
 
+pub(crate) fn parse_diversify(s: &str) -> Result<ckeep_engine::Diversify, String> {
+    s.parse()
+}
+
 pub(crate) fn parse_agg(s: &str) -> Result<Aggregation, String> {
     s.parse().map_err(|e: ckeep_index::Error| e.to_string())
 }

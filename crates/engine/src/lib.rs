@@ -25,6 +25,7 @@ mod analysis;
 mod dedup;
 mod default_strategy;
 mod derive;
+mod diversify;
 mod expand;
 mod fault;
 mod filtered;
@@ -63,6 +64,7 @@ pub use dedup::{
 };
 pub use default_strategy::DefaultStrategy;
 pub use derive::{DeriveProgress, DeriveReport, StageReport};
+pub use diversify::{Diversify, Redundancy, SimilarityOf};
 pub use expand::Expansion;
 pub use fault::{Fault, UsageError};
 pub use filtered::{FilterPlan, FilteredBy};

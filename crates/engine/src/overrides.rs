@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use ckeep_index::Aggregation;
 use serde::{Deserialize, Serialize};
 
+use crate::diversify::Diversify;
 use crate::expand::Expansion;
 use crate::represent::{Representation, parse_list};
 use crate::summarize::Summarizer;
@@ -25,6 +26,8 @@ pub struct StrategyOverrides {
     pub agg: Option<Aggregation>,
     /// Context expansion.
     pub expand: Option<Expansion>,
+    /// Diversification (maximal marginal relevance).
+    pub diversify: Option<Diversify>,
     /// Representations searched.
     pub repr: Option<Vec<Representation>>,
     /// Summaries for summary-based representations.
@@ -38,7 +41,7 @@ pub struct StrategyOverrides {
 impl StrategyOverrides {
     /// `strategy` with these parts in place of its own.
     pub fn apply(self, strategy: &mut Strategy) {
-        let Self { k, mode, level, agg, expand, repr, summarizer, model, exact } = self;
+        let Self { k, mode, level, agg, expand, diversify, repr, summarizer, model, exact } = self;
         strategy.k = k.unwrap_or(strategy.k);
         if mode == Some(Mode::Dense) {
             // BM25's parameters (from a spec or the store's default) do not follow a switch to a
@@ -49,6 +52,7 @@ impl StrategyOverrides {
         strategy.level = level.unwrap_or(strategy.level);
         strategy.agg = agg.unwrap_or(strategy.agg);
         strategy.expand = expand.unwrap_or(strategy.expand);
+        strategy.diversify = diversify.unwrap_or(strategy.diversify);
         if let Some(repr) = repr {
             strategy.repr = repr;
         }
@@ -85,6 +89,9 @@ pub struct StrategyFields {
     /// Context expansion (`none`, `window:W`, `parent`, `doc`, `merge:R`).
     #[serde(default)]
     pub expand: Option<String>,
+    /// Diversification: `none` or `mmr[:λ[:N]]`.
+    #[serde(default)]
+    pub diversify: Option<String>,
     /// Representations searched, comma-separated.
     #[serde(default)]
     pub repr: Option<String>,
@@ -117,6 +124,7 @@ impl StrategyFields {
             level: field("level", self.level.as_deref())?,
             agg: field("agg", self.agg.as_deref())?,
             expand: field("expand", self.expand.as_deref())?,
+            diversify: field("diversify", self.diversify.as_deref())?,
             repr: repr.map_err(|e| Error::Invalid(format!("`repr`: {e}")))?,
             summarizer: field("summarizer", self.summarizer.as_deref())?,
             model: None,
@@ -130,7 +138,8 @@ impl StrategyFields {
 /// menus follow the engine instead of a copy.
 #[derive(Debug, Clone, Serialize)]
 pub struct StrategyChoices {
-    /// Typical values of each part, by field name (`mode`, `level`, `agg`, `expand`).
+    /// Typical values of each part, by field name (`mode`, `level`, `agg`, `expand`,
+    /// `diversify`).
     pub choices: BTreeMap<&'static str, Vec<String>>,
     /// The default strategy's value of each part, and `k`.
     pub defaults: BTreeMap<&'static str, String>,
@@ -157,12 +166,14 @@ impl StrategyChoices {
             ("level", list(&["chunk", "doc"])),
             ("agg", list(&["max", "sum", "mean:3"])),
             ("expand", list(&["none", "window:1", "window:2", "parent", "doc"])),
+            ("diversify", list(&["none", "mmr:0.5", "mmr:0.7"])),
         ]);
         let defaults = BTreeMap::from([
             ("mode", d.mode.to_string()),
             ("level", d.level.to_string()),
             ("agg", d.agg.to_string()),
             ("expand", d.expand.to_string()),
+            ("diversify", d.diversify.to_string()),
             ("k", d.k.to_string()),
         ]);
         let filter = FilterSyntax {
@@ -230,6 +241,7 @@ mod tests {
                     "level" => &mut fields.level,
                     "agg" => &mut fields.agg,
                     "expand" => &mut fields.expand,
+                    "diversify" => &mut fields.diversify,
                     other => panic!("no field {other}"),
                 };
                 *slot = Some(value.clone());

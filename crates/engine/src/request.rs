@@ -119,6 +119,10 @@ pub struct Explanation {
     /// The representation(s) scored, when not `plain` (the chunk scores are the first one's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub representation: Option<String>,
+    /// Where maximal marginal relevance put the result, and the redundancy it was charged
+    /// (`diversify=mmr`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diversity: Option<crate::Redundancy>,
     /// Per chunk, each matching term's part of its BM25 score.
     pub chunks: Vec<ChunkExplanation>,
 }

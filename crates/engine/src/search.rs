@@ -196,13 +196,15 @@ impl<S: StoreRead> Searcher<'_, S> {
         });
         // The hits are ranked once; explanations need only the other parts of `scored`.
         let hits = std::mem::take(&mut scored.hits);
+        // The results kept: `k`, or the deeper pool diversification chooses them from.
+        let kept = strategy.diversify.pool(strategy.k);
         let groups: Vec<DocHit> = match strategy.level {
-            Level::Chunk => top_k(hits, strategy.k)
+            Level::Chunk => top_k(hits, kept)
                 .into_iter()
                 .map(|h| DocHit { doc: h.doc, score: h.score, chunks: vec![h] })
                 .collect(),
             Level::Doc if reprs.len() == 1 => {
-                strategy.agg.rank(top_k(hits, candidates(&strategy)), strategy.k)
+                strategy.agg.rank(top_k(hits, candidates(&strategy)), kept)
             }
             Level::Doc => {
                 let depth = candidates(&strategy);
@@ -211,9 +213,11 @@ impl<S: StoreRead> Searcher<'_, S> {
                     let hits = score(repr)?.hits;
                     lists.push(strategy.agg.rank(top_k(hits, depth), depth));
                 }
-                fuse_documents(lists, strategy.k)
+                fuse_documents(lists, kept)
             }
         };
+        let (groups, diversity) =
+            self.engine.diversified(groups, strategy.diversify, strategy.k, analyzer)?;
         let contexts = self.engine.expand(self.contexts_of(groups)?, strategy.expand)?;
         // Every text and document id in one look-up each.
         let wanted: Vec<(DocKey, Span)> =
@@ -241,7 +245,9 @@ impl<S: StoreRead> Searcher<'_, S> {
                     .iter()
                     .map(|(h, span)| ResultChunk { chunk_id: h.chunk, span: *span, score: h.score })
                     .collect(),
-                explain: req.explain.then(|| self.explain(&scored, &strategy, &c.chunks)),
+                explain: req
+                    .explain
+                    .then(|| self.explain(&scored, &strategy, &c.chunks, &diversity)),
             });
         }
         Ok(SearchResponse {
@@ -372,12 +378,14 @@ impl<S: StoreRead> Searcher<'_, S> {
         })
     }
 
-    /// Every score component of the chunks behind one result.
+    /// Every score component of the chunks behind one result, and what diversification charged
+    /// it (`diversity`, by the result's chunks).
     fn explain(
         &self,
         scored: &Scored,
         strategy: &Strategy,
         chunks: &[(ChunkHit, Span)],
+        diversity: &HashMap<ChunkId, crate::Redundancy>,
     ) -> Explanation {
         let chunk = |(h, span): &(ChunkHit, Span)| {
             let parts = scored.fused.as_ref().and_then(|p| p.get(&h.chunk));
@@ -421,6 +429,7 @@ impl<S: StoreRead> Searcher<'_, S> {
                 .then(|| strategy.expand.to_string()),
             representation: (strategy.repr != [crate::Representation::Plain])
                 .then(|| strategy.repr_spec()),
+            diversity: chunks.iter().find_map(|(h, _)| diversity.get(&h.chunk)).copied(),
             chunks: chunks.iter().map(chunk).collect(),
         }
     }

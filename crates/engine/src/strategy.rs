@@ -12,13 +12,14 @@ use ckeep_index::{Aggregation, Fusion};
 use ckeep_text::ChunkerSpec;
 
 use crate::Error;
+use crate::diversify::Diversify;
 use crate::expand::Expansion;
 use crate::lexical::LexicalParams;
 use crate::represent::{Representation, parse_list};
 use crate::summarize::Summarizer;
 
 /// Keys of the spec.
-const KEYS: [&str; 19] = [
+const KEYS: [&str; 20] = [
     "chunker",
     "analyzer",
     "model",
@@ -31,6 +32,7 @@ const KEYS: [&str; 19] = [
     "level",
     "agg",
     "expand",
+    "diversify",
     "exact",
     "quantize",
     "oversample",
@@ -85,6 +87,8 @@ pub struct Strategy {
     pub k: usize,
     /// How each result grows into its context after ranking (default none).
     pub expand: Expansion,
+    /// How the top `k` are picked from a deeper ranking for novelty (default none).
+    pub diversify: Diversify,
     /// Exact dense scan even where an HNSW graph or quantised codes would be used (default
     /// false).
     pub exact: bool,
@@ -127,6 +131,7 @@ impl Default for Strategy {
             agg: Aggregation::Max,
             k: 10,
             expand: Expansion::None,
+            diversify: Diversify::None,
             exact: false,
             quantize: None,
             oversample: None,
@@ -161,6 +166,12 @@ expand=window:W|parent|doc|merge:R
                after ranking, grow each hit: W sentences each side, its parent chunk, the
                whole document, or auto-merge into parents when more than R of their children
                are hits (the parent keeps its best child's score); overlaps merged
+diversify=mmr[:λ[:N]]
+               maximal marginal relevance: pick the k results one by one from the best N
+               (default max(4k, 40)) by λ·relevance − (1−λ)·similarity to those already
+               picked (λ default 0.5; relevance: score ÷ the best; similarity: cosine of
+               the chunks' own embeddings, or of their terms in a store without them;
+               document results by their best chunks); runs before rerank and expansion
 exact=true     exact dense scan even for collections searched by HNSW (20,000+ vectors) or
                held quantised (see `ckeep add --quantize`)
 quantize=int8|binary|none
@@ -297,6 +308,9 @@ impl fmt::Display for Strategy {
         if self.expand != Expansion::None {
             write!(f, ",expand={}", self.expand)?;
         }
+        if self.diversify != Diversify::None {
+            write!(f, ",diversify={}", self.diversify)?;
+        }
         if self.exact {
             f.write_str(",exact=true")?;
         }
@@ -366,6 +380,7 @@ impl FromStr for Strategy {
                 "model" if value.is_empty() => return Err(err("model= needs a name".into())),
                 "model" => s.model = Some(value),
                 "expand" => s.expand = value.parse().map_err(err)?,
+                "diversify" => s.diversify = value.parse().map_err(err)?,
                 "exact" | "rescore" => {
                     let flag = match value.as_str() {
                         "true" => true,

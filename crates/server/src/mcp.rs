@@ -54,6 +54,10 @@ struct SearchParams {
     /// `parent` (the enclosing section), `doc` (the whole document) or `merge:R`.
     #[serde(default)]
     expand: Option<String>,
+    /// `mmr` (or `mmr:λ`, λ from 0 to 1, default 0.5) to pick results that say different
+    /// things: near-copies of a result already picked give way (maximal marginal relevance).
+    #[serde(default)]
+    diversify: Option<String>,
     /// Only documents whose metadata passes, e.g. `{"lang": "zh"}` (a list value means any
     /// of), `{"year": {"$gte": 2020}}` ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists,
     /// $prefix, $contains) or `{"$or": [{"lang": "zh"}, {"lang": "ja"}]}` ($and, $or, $not).
@@ -168,6 +172,7 @@ impl McpServer {
                 mode: p.mode,
                 level: p.level,
                 expand: p.expand,
+                diversify: p.diversify,
                 ..StrategyFields::default()
             },
             explain: p.explain,

@@ -97,6 +97,21 @@ async fn documents_round_trip_and_search_finds_them() {
     assert_eq!(res["results"][0]["doc_id"], "notes/a b.txt");
     assert_eq!(res["results"][0]["text"], "Axolotls regrow limbs.");
     assert!(res["results"][0]["explain"]["chunks"][0]["dense"].is_number(), "{res}");
+    // Diversification: the field reaches the engine, and explain says what each result paid.
+    let (status, res) = server
+        .post(
+            "/search",
+            &json!({"query": title, "level": "doc", "k": 3, "diversify": "mmr:0.7", "explain": true}),
+        )
+        .await;
+    assert_eq!(status, 200, "{res}");
+    assert!(res["strategy"].as_str().unwrap().contains("diversify=mmr:0.7"), "{res}");
+    assert_eq!(res["results"][1]["explain"]["diversity"]["lambda"], 0.7, "{res}");
+    assert_error(
+        &server.post("/search", &json!({"query": title, "diversify": "mmr:9"})).await,
+        422,
+        "invalid_parameter",
+    );
     // Filters: only 2020 documents, and any-of.
     let (_, res) = server
         .post("/search", &json!({"query": title, "mode": "dense", "level": "doc", "k": 20, "filter": {"year": 2020}}))

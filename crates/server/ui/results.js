@@ -45,6 +45,13 @@ function explainTable(explain) {
   for (const key of ["mode", "model", "aggregation", "expansion", "representation"]) {
     if (explain[key]) facts.append(el("dt", null, key), el("dd", null, explain[key]));
   }
+  const d = explain.diversity;
+  if (d) {
+    const like = d.similar_to ? `, most like #${d.similar_to}` : "";
+    const text = `mmr ${d.mmr.toFixed(3)}: relevance ${d.relevance.toFixed(3)}, redundancy ` +
+      `${d.redundancy.toFixed(3)} (${d.similarity}${like}); first-stage rank ${d.first_rank}`;
+    facts.append(el("dt", null, "diversity"), el("dd", null, text));
+  }
   if (explain.query_terms && explain.query_terms.length) {
     facts.append(el("dt", null, "query terms"), el("dd", null, explain.query_terms.join(" ")));
   }

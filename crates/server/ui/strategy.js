@@ -40,6 +40,7 @@ export function strategyControls(container, offered, defaults = {}) {
     select("level", "level", choices.level, start.level),
     select("agg", "aggregate", choices.agg, start.agg),
     select("expand", "expand", choices.expand, start.expand),
+    select("diversify", "diversify", choices.diversify, start.diversify),
     select("repr", "representation", reprs, defaults.repr || ""),
     input("k", "k", { type: "number", min: 1, max: 100, value: Number(start.k) || 10 }),
     input("filter", "filter", { placeholder: `${filter.condition}; …`, title: filter.help, size: 16 }),
@@ -50,7 +51,7 @@ export function strategyControls(container, offered, defaults = {}) {
   const value = (name) => box.querySelector(`[name="${name}"]`).value.trim();
   return function read() {
     const body = { k: Number(value("k")) || 10 };
-    for (const name of ["mode", "level", "agg", "expand", "repr"]) {
+    for (const name of ["mode", "level", "agg", "expand", "diversify", "repr"]) {
       if (value(name)) body[name] = value(name);
     }
     // Conditions separated by `;`, each read by the server as `ckeep search --filter` reads it.

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use ckeep_engine::{SearchRequest, StrategyOverrides};
 
 use crate::flags::{
-    MODEL_HELP, parse_agg, parse_expansion, parse_filter, parse_level, parse_mode, parse_repr_list,
-    parse_strategy, parse_summarizer, repr_help, strategy_help,
+    MODEL_HELP, parse_agg, parse_diversify, parse_expansion, parse_filter, parse_level, parse_mode,
+    parse_repr_list, parse_strategy, parse_summarizer, repr_help, strategy_help,
 };
 use crate::output::{Output, outln, snippet};
 use ckeep_engine::{Level, Mode, Strategy};
@@ -35,6 +35,12 @@ pub struct SearchArgs {
     /// hits). Overlapping contexts of one document are merged.
     #[arg(long, value_name = "EXPANSION", value_parser = parse_expansion)]
     pub expand: Option<ckeep_engine::Expansion>,
+    /// Diversify the results by maximal marginal relevance: `mmr[:λ[:N]]` picks the k results
+    /// one by one from the best N (default max(4k, 40)) by λ·relevance − (1−λ)·similarity to
+    /// those already picked (λ default 0.5; 1 keeps the plain ranking). --explain shows each
+    /// result's redundancy penalty.
+    #[arg(long, value_name = "MMR", value_parser = parse_diversify)]
+    pub diversify: Option<ckeep_engine::Diversify>,
     /// Exact dense scan even for collections searched through the HNSW graph (20,000+ vectors).
     #[arg(long)]
     pub exact: bool,
@@ -85,6 +91,7 @@ pub fn run(
         level: args.level,
         agg: args.agg,
         expand: args.expand,
+        diversify: args.diversify,
         repr: repr.transpose().map_err(anyhow::Error::msg)?,
         summarizer: args.summarizer.clone(),
         model: args.model.clone(),
@@ -128,6 +135,9 @@ pub fn run(
         if let Some(ex) = &r.explain {
             if let Some(agg) = &ex.aggregation {
                 outln!("     aggregation: {agg} over {} chunk(s)", ex.chunks.len());
+            }
+            if let Some(d) = &ex.diversity {
+                outln!("     {}", d.describe());
             }
             for c in &ex.chunks {
                 let terms: Vec<String> = c

@@ -21,6 +21,16 @@ fn corpus(dir: &std::path::Path) -> std::path::PathBuf {
     p
 }
 
+/// The document ids of `ckeep search --json`'s results, in rank order.
+fn result_ids(store: &std::path::Path, args: &[&str]) -> Vec<String> {
+    json(store, args)["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["doc_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[test]
 fn search_json_has_the_design_shape() {
     let dir = tempfile::tempdir().unwrap();
@@ -158,15 +168,10 @@ fn metadata_filters_restrict_results() {
     )
     .unwrap();
     ok(&store, &["add", corpus.to_str().unwrap(), "--chunker", "sentences"]);
-    let ids = |args: &[&str]| -> Vec<String> {
+    let ids = |args: &[&str]| {
         let mut all = vec!["search", "river", "--mode", "bm25"];
         all.extend_from_slice(args);
-        json(&store, &all)["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["doc_id"].as_str().unwrap().to_string())
-            .collect()
+        result_ids(&store, &all)
     };
     assert_eq!(ids(&[]).len(), 3);
     assert_eq!(ids(&["--filter", "lang=en"]).len(), 2);
@@ -388,4 +393,46 @@ fn dedup_passes_over_documents_too_short_to_count() {
     let clusters: Vec<&serde_json::Value> = out["clusters"].as_array().unwrap().iter().collect();
     assert_eq!(clusters.len(), 1, "{out}");
     assert_eq!(clusters[0]["documents"], serde_json::json!(["a", "b"]));
+}
+
+/// `--diversify mmr`: a near copy of the best result gives way; `--explain` prints the
+/// redundancy penalty and `--json` carries it; a bad λ is a usage error.
+#[test]
+fn diversify_lets_a_near_copy_give_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let corpus = dir.path().join("docs.jsonl");
+    std::fs::write(
+        &corpus,
+        concat!(
+            r#"{"id": "a", "text": "The river Rhine floods the old town in spring."}"#,
+            "\n",
+            r#"{"id": "a-copy", "text": "In spring the river Rhine floods the old town."}"#,
+            "\n",
+            r#"{"id": "b", "text": "Boats on the Rhine: the river carries barges past the old town."}"#,
+            "\n",
+            r#"{"id": "c", "text": "A quiet river."}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    ok(&store, &["add", corpus.to_str().unwrap()]);
+    let ids = |args: &[&str]| {
+        let mut all = vec!["search", "river Rhine floods old town", "-k", "2"];
+        all.extend_from_slice(args);
+        result_ids(&store, &all)
+    };
+    assert_eq!(ids(&[]), ["a", "a-copy"]);
+    assert_eq!(ids(&["--diversify", "mmr:0.5"]), ["a", "b"]);
+    let args =
+        ["search", "river Rhine floods old town", "-k", "2", "--diversify", "mmr", "--explain"];
+    let explained = json(&store, &args);
+    let second = &explained["results"][1]["explain"]["diversity"];
+    assert_eq!((second["similar_to"].as_u64(), second["first_rank"].as_u64()), (Some(1), Some(3)));
+    assert_eq!(second["similarity"], "terms", "{explained}");
+    let text = ok(&store, &args);
+    assert!(text.contains("diversity: mmr") && text.contains("most like #1"), "{text}");
+    let (code, err) = fails(&store, &["search", "river", "--diversify", "mmr:1.5"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("from 0 to 1"), "{err}");
 }
