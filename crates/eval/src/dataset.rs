@@ -56,6 +56,9 @@ pub struct Dataset {
     /// The fields strategies that name no representation search: title and text for BEIR
     /// (as its published figures index them), the text elsewhere; `--fields` overrides.
     pub fields: ckeep_engine::Fields,
+    /// Near-copy families of documents (`families.tsv` beside the corpus), which
+    /// `alpha-ndcg@K` and `dup@K` read; empty: every document is its own.
+    pub families: crate::Families,
 }
 
 impl Dataset {
@@ -166,7 +169,14 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<Dataset, Error> {
         skipped,
         masked: 0,
         fields: ckeep_engine::Fields::TitleText,
+        families: families_in(dir)?,
     })
+}
+
+/// The near-copy families a dataset directory lists in `families.tsv`, if it has one.
+fn families_in(dir: &Path) -> Result<crate::Families, Error> {
+    let path = dir.join("families.tsv");
+    if path.is_file() { crate::Families::read(&path) } else { Ok(crate::Families::default()) }
 }
 
 /// Every judged query must have a text; a judged query without one is an error, not a skip.
@@ -337,6 +347,7 @@ pub fn load_longdoc_at(
         skipped,
         masked,
         fields: ckeep_engine::Fields::Text,
+        families: families_in(docs_path.parent().unwrap_or(Path::new(".")))?,
     })
 }
 
@@ -485,6 +496,7 @@ pub fn load_fastbook(dir: &Path, split: &str) -> Result<Dataset, Error> {
         skipped: Vec::new(),
         masked: 0,
         fields: ckeep_engine::Fields::Text,
+        families: crate::Families::default(),
     })
 }
 

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::dataset::Dataset;
 use crate::metrics::by_metric;
-use crate::{Evaluation, Metric, Run, evaluate, paired_randomization};
+use crate::{Evaluation, Metric, Run, evaluate_in, paired_randomization};
 
 /// Permutations of the paired randomisation test.
 const RANDOMIZATION_ROUNDS: usize = 10_000;
@@ -150,7 +150,9 @@ pub fn run(
             | Metric::Recall(k)
             | Metric::Precision(k)
             | Metric::Hit(k)
-            | Metric::Contain(k) => Some(*k),
+            | Metric::Contain(k)
+            | Metric::AlphaNdcg(k, _)
+            | Metric::Dup(k) => Some(*k),
             Metric::Mrr(k) | Metric::Map(k) => *k,
         })
         .max()
@@ -168,7 +170,11 @@ pub fn run(
     for s in strategies {
         let engine = &engines[&index_key(s)];
         let mut strategy = s.clone();
-        strategy.k = depth;
+        // A diversified strategy returns the k results MMR picks (its own k): asking MMR for
+        // the whole depth would diversify a thousand results, which no user sees.
+        if strategy.diversify == ckeep_engine::Diversify::None {
+            strategy.k = depth;
+        }
         let started = std::time::Instant::now();
         let mut run = Run::new();
         let mut contexts: Vec<Vec<String>> = Vec::with_capacity(dataset.queries.len());
@@ -200,7 +206,7 @@ pub fn run(
         let context_words =
             mean_length(&|t| ckeep_text::SizeCounter::count(&ckeep_text::WordCounter, t));
         let context_tokens = tokens.map(|counter| mean_length(&|t| counter.count(t)));
-        let mut evaluation = evaluate(&dataset.qrels, &run, metrics);
+        let mut evaluation = evaluate_in(&dataset.qrels, &run, metrics, &dataset.families);
         fill_containment(&mut evaluation, metrics, dataset, &contexts);
         let p_values = match results.first() {
             None => vec![None; metrics.len()],

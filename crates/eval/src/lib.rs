@@ -32,7 +32,7 @@ mod trec;
 pub mod tune;
 
 use ckeep_engine::Fault;
-pub use metrics::{Evaluation, Metric, evaluate};
+pub use metrics::{Evaluation, Families, Metric, evaluate, evaluate_in};
 
 /// The metrics `ckeep eval` reports unless told otherwise.
 pub const DEFAULT_METRICS: &str = "ndcg@10,mrr@10,map,recall@100,p@10";
@@ -75,7 +75,7 @@ pub enum Error {
     UnusableModel(String),
     /// A metric name could not be parsed.
     #[error(
-        "unknown metric `{0}`; expected ndcg@K, mrr[@K], map[@K], recall@K, p@K, hit@K or contain@K"
+        "unknown metric `{0}`; expected ndcg@K, mrr[@K], map[@K], recall@K, p@K, hit@K, contain@K, alpha-ndcg@K or dup@K"
     )]
     Metric(String),
 }

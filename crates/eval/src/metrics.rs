@@ -13,6 +13,15 @@
 //!   or gold passages occurs in the text of one of the top k results, compared lower-cased with
 //!   runs of whitespace collapsed. It needs the retrieved text, so only `ckeep eval run` has it.
 //!
+//! - `alpha-ndcg[:α]@k` (α-nDCG, Clarke et al. 2008; α = 0.5 unless given, as in the TREC Web
+//!   track's diversity task; α = 1 counts each family once): each relevant document covers one nugget, its family (a document and its near
+//!   copies, from the dataset's `families.tsv`; a document without one is its own family); a
+//!   result's gain is (1−α)^(results above it covering its nugget), so a second copy of an
+//!   answer earns half and a third a quarter; divided by the ideal (one of each family first).
+//!   Grades count only as relevant or not. Without families it is nDCG with binary gains.
+//! - `dup@k`: share of the top k that belongs to the family of a result above it (any
+//!   document, judged or not): how much of a context is repetition. Lower is better.
+//!
 //! Queries are scored when they are in both the run and the qrels (a judged query the run
 //! skipped is reported separately, not silently averaged in); a judged query without any
 //! relevant document scores 0 on every metric, as in `trec_eval`.
@@ -41,6 +50,49 @@ pub enum Metric {
     Hit(usize),
     /// Answer containment at k (needs the retrieved text, see [`Metric::needs_text`]).
     Contain(usize),
+    /// α-nDCG at k over document families (novelty-aware nDCG), α in thousandths (500: the
+    /// usual 0.5; 1000: a family counts once).
+    AlphaNdcg(usize, u16),
+    /// Share of the top k repeating a family already ranked above.
+    Dup(usize),
+}
+
+/// The usual α of [`Metric::AlphaNdcg`], in thousandths: a nugget's second result earns half
+/// its first's gain.
+const DEFAULT_ALPHA: u16 = 500;
+
+/// Near-copy families of documents: `doc → family`, read from a dataset's `families.tsv`
+/// (`doc_id<TAB>family_id` per line). A document not listed is a family of its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Families(pub std::collections::HashMap<String, String>);
+
+impl Families {
+    /// The family of `doc`.
+    pub fn of<'a>(&'a self, doc: &'a str) -> &'a str {
+        self.0.get(doc).map_or(doc, String::as_str)
+    }
+
+    /// Reads `path` (`doc_id<TAB>family_id` lines; blank lines and `#` comments skipped).
+    pub fn read(path: &std::path::Path) -> Result<Self, Error> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| Error::Io { path: origin.clone(), source })?;
+        let mut map = std::collections::HashMap::new();
+        let mut problems = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim_end_matches('\r');
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            match line.split_once('\t') {
+                Some((doc, family)) if !doc.trim().is_empty() && !family.trim().is_empty() => {
+                    map.insert(doc.trim().to_string(), family.trim().to_string());
+                }
+                _ => problems.push((i + 1, "expected doc_id<TAB>family_id".to_string())),
+            }
+        }
+        if problems.is_empty() { Ok(Self(map)) } else { Err(Error::Malformed { origin, problems }) }
+    }
 }
 
 impl Metric {
@@ -52,7 +104,16 @@ map[@K]   mean of precision at each relevant result's rank, over all relevant do
 recall@K  share of the relevant documents found in the top K
 p@K       share of the top K that is relevant (precision; also precision@K)
 hit@K     1 if any relevant document is in the top K (hit rate, success; also hit_rate@K)
-contain@K 1 if a gold answer or passage occurs in the text of one of the top K results (eval run)";
+contain@K 1 if a gold answer or passage occurs in the text of one of the top K results (eval run)
+alpha-ndcg[:A]@K  nDCG where a relevant document's near copies (families.tsv) earn (1−A)^n
+          for the n of its family above them (A default 0.5; alpha-ndcg:1 counts a family
+          once): rewards a top K that says new things
+dup@K     share of the top K that is a near copy (same family) of a result above it";
+
+    /// Whether a lower value is the better one (`dup@K`).
+    pub fn lower_is_better(self) -> bool {
+        matches!(self, Metric::Dup(_))
+    }
 
     /// Whether the metric is computed from retrieved text rather than from qrels.
     pub fn needs_text(self) -> bool {
@@ -76,6 +137,17 @@ contain@K 1 if a gold answer or passage occurs in the text of one of the top K r
         self,
         ranked: &[(String, f64)],
         judged: Option<&std::collections::BTreeMap<String, i32>>,
+    ) -> f64 {
+        self.score_in(ranked, judged, &Families::default())
+    }
+
+    /// [`Metric::score`] with documents grouped into near-copy `families` (which only
+    /// `alpha-ndcg` and `dup` read).
+    pub fn score_in(
+        self,
+        ranked: &[(String, f64)],
+        judged: Option<&std::collections::BTreeMap<String, i32>>,
+        families: &Families,
     ) -> f64 {
         let grade = |d: &str| judged.and_then(|j| j.get(d)).copied().unwrap_or(0);
         let num_rel = judged.map_or(0, |j| j.values().filter(|g| **g > 0).count());
@@ -122,8 +194,51 @@ contain@K 1 if a gold answer or passage occurs in the text of one of the top K r
             Metric::Precision(k) => rel_in(top(k)) as f64 / k as f64,
             Metric::Hit(k) => f64::from(u8::from(rel_in(top(k)) > 0)),
             Metric::Contain(_) => f64::NAN,
+            Metric::AlphaNdcg(k, alpha) => {
+                alpha_ndcg(k, f64::from(alpha) / 1000.0, ranked, judged, families)
+            }
+            Metric::Dup(k) => {
+                let top = top(k);
+                let mut seen = std::collections::HashSet::new();
+                let repeats = top.iter().filter(|(d, _)| !seen.insert(families.of(d))).count();
+                if top.is_empty() { 0.0 } else { repeats as f64 / top.len() as f64 }
+            }
         }
     }
+}
+
+/// α-nDCG@k (see the module's notes): gains discounted by how often the result's family was
+/// covered above it, over the ideal ranking's (every family once, then every second copy…).
+fn alpha_ndcg(
+    k: usize,
+    alpha: f64,
+    ranked: &[(String, f64)],
+    judged: Option<&std::collections::BTreeMap<String, i32>>,
+    families: &Families,
+) -> f64 {
+    use std::collections::HashMap;
+    let Some(judged) = judged else { return 0.0 };
+    let relevant = |d: &str| judged.get(d).is_some_and(|g| *g > 0);
+    let mut covered: HashMap<&str, i32> = HashMap::new();
+    let mut dcg = 0.0;
+    for (i, (d, _)) in ranked.iter().take(k).enumerate() {
+        if relevant(d) {
+            let n = covered.entry(families.of(d)).or_default();
+            dcg += (1.0 - alpha).powi(*n) / discount(i);
+            *n += 1;
+        }
+    }
+    let mut sizes: HashMap<&str, i32> = HashMap::new();
+    for (d, g) in judged {
+        if *g > 0 {
+            *sizes.entry(families.of(d)).or_default() += 1;
+        }
+    }
+    let mut ideal: Vec<f64> =
+        sizes.values().flat_map(|&n| (0..n).map(|j| (1.0 - alpha).powi(j))).collect();
+    ideal.sort_unstable_by(|a, b| b.total_cmp(a));
+    let idcg: f64 = ideal.iter().take(k).enumerate().map(|(i, g)| g / discount(i)).sum();
+    if idcg > 0.0 { dcg / idcg } else { 0.0 }
 }
 
 /// Lower-cased, whitespace runs collapsed to one space, trimmed.
@@ -150,6 +265,11 @@ impl fmt::Display for Metric {
             Metric::Precision(k) => write!(f, "p@{k}"),
             Metric::Hit(k) => write!(f, "hit@{k}"),
             Metric::Contain(k) => write!(f, "contain@{k}"),
+            Metric::AlphaNdcg(k, DEFAULT_ALPHA) => write!(f, "alpha-ndcg@{k}"),
+            Metric::AlphaNdcg(k, alpha) => {
+                write!(f, "alpha-ndcg:{}@{k}", f64::from(*alpha) / 1000.0)
+            }
+            Metric::Dup(k) => write!(f, "dup@{k}"),
         }
     }
 }
@@ -175,6 +295,16 @@ impl FromStr for Metric {
             "p" | "precision" => Metric::Precision(need(k)?),
             "hit" | "hit_rate" | "success" => Metric::Hit(need(k)?),
             "contain" | "containment" => Metric::Contain(need(k)?),
+            "alpha-ndcg" | "alpha_ndcg" => Metric::AlphaNdcg(need(k)?, DEFAULT_ALPHA),
+            name if name.starts_with("alpha-ndcg:") => {
+                let alpha = name["alpha-ndcg:".len()..]
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|a| (0.0..=1.0).contains(a))
+                    .ok_or_else(bad)?;
+                Metric::AlphaNdcg(need(k)?, (alpha * 1000.0).round() as u16)
+            }
+            "dup" | "duplicates" => Metric::Dup(need(k)?),
             _ => return Err(bad()),
         })
     }
@@ -235,6 +365,16 @@ impl Evaluation {
 
 /// Scores `run` against `qrels`.
 pub fn evaluate(qrels: &Qrels, run: &Run, metrics: &[Metric]) -> Evaluation {
+    evaluate_in(qrels, run, metrics, &Families::default())
+}
+
+/// Scores `run` against `qrels`, with documents grouped into near-copy `families`.
+pub fn evaluate_in(
+    qrels: &Qrels,
+    run: &Run,
+    metrics: &[Metric],
+    families: &Families,
+) -> Evaluation {
     let mut queries = Vec::new();
     let mut per_query = Vec::new();
     let mut missing_from_run = Vec::new();
@@ -243,7 +383,10 @@ pub fn evaluate(qrels: &Qrels, run: &Run, metrics: &[Metric]) -> Evaluation {
             Some(ranked) => {
                 queries.push(qid.clone());
                 per_query.push(
-                    metrics.iter().map(|m| m.score(ranked, Some(judged))).collect::<Vec<f64>>(),
+                    metrics
+                        .iter()
+                        .map(|m| m.score_in(ranked, Some(judged), families))
+                        .collect::<Vec<f64>>(),
                 );
             }
             None => missing_from_run.push(qid.clone()),
@@ -277,6 +420,10 @@ mod tests {
             "p@5",
             "hit@3",
             "contain@5",
+            "alpha-ndcg@10",
+            "alpha-ndcg:1@10",
+            "alpha-ndcg:0.25@5",
+            "dup@10",
         ] {
             assert_eq!(s.parse::<Metric>().unwrap().to_string(), s);
         }
@@ -308,5 +455,37 @@ mod tests {
         let e = evaluate(&qrels, &run, &["ndcg@10".parse().unwrap(), "p@5".parse().unwrap()]);
         assert!((e.means[0] - 1.0 / (1.0 + 1.0 / 3f64.log2())).abs() < 1e-12);
         assert!((e.means[1] - 0.2).abs() < 1e-12, "precision divides by k even with fewer results");
+    }
+
+    #[test]
+    fn alpha_ndcg_pays_half_for_a_second_copy_and_dup_counts_copies() {
+        // Two answers, a and b; a2 is a near copy of a, x is an unjudged copy of it too.
+        let judged: std::collections::BTreeMap<String, i32> =
+            [("a", 1), ("a2", 1), ("b", 1)].map(|(d, g)| (d.to_string(), g)).into();
+        let families =
+            Families([("a2", "a"), ("x", "a")].map(|(d, f)| (d.to_string(), f.to_string())).into());
+        let ranked = |docs: &[&str]| docs.iter().map(|d| (d.to_string(), 1.0)).collect::<Vec<_>>();
+        let a = Metric::AlphaNdcg(3, DEFAULT_ALPHA);
+        let diverse = a.score_in(&ranked(&["a", "b", "a2"]), Some(&judged), &families);
+        let copies = a.score_in(&ranked(&["a", "a2", "b"]), Some(&judged), &families);
+        assert!((diverse - 1.0).abs() < 1e-12, "one of each family first is the ideal");
+        // Ideal 1 + 1/log2(3) + 0.5/2; the copies' ranking earns 1 + 0.5/log2(3) + 1/2.
+        let ideal = 1.0 + 1.0 / 3f64.log2() + 0.25;
+        assert!((copies - (1.5 + 0.5 / 3f64.log2()) / ideal).abs() < 1e-12, "{copies}");
+        // Plain nDCG cannot tell the two apart in this order of magnitude; alpha-nDCG can.
+        assert!(diverse > copies);
+        let dup = Metric::Dup(4);
+        assert!(
+            (dup.score_in(&ranked(&["a", "x", "a2", "b"]), None, &families) - 0.5).abs() < 1e-12
+        );
+        assert!(dup.score_in(&ranked(&["a", "b"]), None, &families).abs() < 1e-12);
+        // Without families every document is its own: alpha-nDCG is binary nDCG.
+        let plain = a.score_in(&ranked(&["a", "a2", "b"]), Some(&judged), &Families::default());
+        assert!((plain - 1.0).abs() < 1e-12);
+        // Counted once (α = 1): a copy earns nothing, so the copies' ranking is 1 + 0 + 1/2
+        // over the ideal 1 + 1/log2(3).
+        let once: Metric = "alpha-ndcg:1@3".parse().unwrap();
+        let copies = once.score_in(&ranked(&["a", "a2", "b"]), Some(&judged), &families);
+        assert!((copies - 1.5 / (1.0 + 1.0 / 3f64.log2())).abs() < 1e-12, "{copies}");
     }
 }

@@ -26,9 +26,16 @@ pub fn markdown_table(c: &Comparison) -> String {
     );
     let columns = c.metrics.len() + 1 + usize::from(c.token_model.is_some());
     let _ = writeln!(out, "|---|{}", "---|".repeat(columns));
-    let best: Vec<f64> = (0..c.metrics.len())
-        .map(|m| {
-            c.strategies.iter().map(|s| s.evaluation.means[m]).fold(f64::NEG_INFINITY, f64::max)
+    let best: Vec<f64> = c
+        .metrics
+        .iter()
+        .enumerate()
+        .map(|(m, name)| {
+            let means = c.strategies.iter().map(|s| s.evaluation.means[m]);
+            match name.parse::<crate::Metric>() {
+                Ok(metric) if metric.lower_is_better() => means.fold(f64::INFINITY, f64::min),
+                _ => means.fold(f64::NEG_INFINITY, f64::max),
+            }
         })
         .collect();
     for s in &c.strategies {
@@ -67,7 +74,7 @@ pub fn write(dir: &Path, c: &Comparison, qrels: &crate::Qrels) -> Result<(), Err
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let mut md = format!(
-        "# {} — {} documents, {} queries\n\nBest value per column in bold; p: paired randomisation test against the first strategy (10,000 permutations), † below 0.05.\n\n",
+        "# {} — {} documents, {} queries\n\nBest value per column in bold (the lowest for dup@K); p: paired randomisation test against the first strategy (10,000 permutations), † below 0.05.\n\n",
         c.dataset, c.documents, c.queries
     );
     md.push_str(&markdown_table(c));

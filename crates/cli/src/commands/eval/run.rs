@@ -6,7 +6,7 @@ use crate::flags::{DatasetFlags, parse_metrics, parse_strategy, strategy_help};
 use anyhow::{Context, bail};
 use ckeep_engine::Strategy;
 use ckeep_eval::experiment::Comparison;
-use ckeep_eval::{Qrels, Run, evaluate, report};
+use ckeep_eval::{Families, Qrels, Run, evaluate_in, report};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -24,6 +24,10 @@ pub struct EvalMetricsArgs {
     /// Comma-separated metrics.
     #[arg(long, value_name = "LIST", default_value = ckeep_eval::DEFAULT_METRICS, value_parser = parse_metrics)]
     pub metrics: std::vec::Vec<ckeep_eval::Metric>,
+    /// Near-copy families (`doc_id<TAB>family_id` lines) for alpha-ndcg@K and dup@K; a
+    /// document not listed is its own family.
+    #[arg(long, value_name = "FILE")]
+    pub families: Option<PathBuf>,
     /// Also print every query's values.
     #[arg(long)]
     pub per_query: bool,
@@ -55,7 +59,8 @@ pub(super) fn metrics(args: &EvalMetricsArgs, out: &Output) -> anyhow::Result<Ex
     }
     let qrels = Qrels::read(&args.qrels)?;
     let run = Run::read(&args.run)?;
-    let eval = evaluate(&qrels, &run, &args.metrics);
+    let families = args.families.as_deref().map(Families::read).transpose()?.unwrap_or_default();
+    let eval = evaluate_in(&qrels, &run, &args.metrics, &families);
     if !eval.missing_from_run.is_empty() {
         out.warn(format!(
             "{} judged queries have no results in the run and are not averaged in",
