@@ -27,12 +27,14 @@ pub const MAX_QUERY_BYTES: usize = 16 * 1024;
 /// kind of list, and `sum` adds up a document's strong matches rather than its length.
 const CANDIDATE_DEPTH: usize = 1000;
 
-/// How many chunks a strategy needs scored: `k` for dense chunk results, else the deep list.
+/// How many chunks a strategy needs scored: the results it keeps (`k`, or the pool MMR picks
+/// them from) for dense chunk results, else the deep list.
 fn candidates(strategy: &Strategy) -> usize {
+    let kept = strategy.diversify.pool(strategy.k);
     if strategy.mode == Mode::Dense && strategy.level == Level::Chunk {
-        strategy.k
+        kept
     } else {
-        CANDIDATE_DEPTH.max(10 * strategy.k)
+        CANDIDATE_DEPTH.max(10 * kept)
     }
 }
 

@@ -118,6 +118,21 @@ fn near_copies_give_way_in_english_and_chinese() {
     }
 }
 
+/// Dense chunk search scores only as many chunks as it returns: with MMR it must score the
+/// whole pool, or there is nothing below the top k to pick from.
+#[test]
+fn dense_chunk_search_picks_from_below_its_top_k() {
+    let engine = store(&ENGLISH, true, false);
+    let query = "how tall is the Eiffel Tower in Paris";
+    let plain = search(&engine, query, "mode=dense,level=chunk,k=5");
+    assert_eq!(plain.len(), 5, "every document is in the pool");
+    let novel = search(&engine, query, "mode=dense,level=chunk,k=2,diversify=mmr:0");
+    let second = novel[1].1.expect("explained");
+    assert!(second.first_rank > 2, "λ = 0 takes the least like the first: {novel:?}");
+    let at = plain.iter().position(|(id, _)| *id == novel[1].0).unwrap();
+    assert_eq!(second.first_rank, at + 1, "first_rank is its rank in the plain ranking");
+}
+
 #[test]
 fn a_bad_spec_is_refused_with_its_reason() {
     for (spec, needle) in [

@@ -136,4 +136,20 @@ fn selective_and_broad_filters_return_the_exact_filtered_top_k() {
         eprintln!("{text}: recall@10 against brute force {recall:.4}");
         assert!(recall >= floor, "{text}: recall@10 = {recall}");
     }
+    // The graph returns only the chunks asked for, so diversification must ask for its whole
+    // pool: λ = 0 then takes results from below the plain top k.
+    let deepest = queries
+        .iter()
+        .filter_map(|q| {
+            let req = SearchRequest {
+                query: q.clone(),
+                strategy: "mode=dense,k=3,diversify=mmr:0".parse::<Strategy>().unwrap(),
+                explain: true,
+                filter: None,
+            };
+            let res = engine.search(&req).unwrap();
+            res.results.iter().filter_map(|r| Some(r.explain.as_ref()?.diversity?.first_rank)).max()
+        })
+        .max();
+    assert!(deepest > Some(3), "MMR picked from the top 3 only: {deepest:?}");
 }
