@@ -43,12 +43,14 @@ def open_page(driver: WebDriver, server: Server, view: str = "search") -> None:
         wait(driver).until(lambda d: "documents" in d.find_element(By.ID, "store-name").text)
 
 
-def search(driver: WebDriver, query: str, mode: str, level: str, agg: str = "max", expand: str = "none") -> None:
+def search(driver: WebDriver, query: str, mode: str, level: str, agg: str = "max", expand: str = "none",
+           diversify: str = "none") -> None:
     form = driver.find_element(By.ID, "search-form")
     Select(form.find_element(By.NAME, "mode")).select_by_value(mode)
     Select(form.find_element(By.NAME, "level")).select_by_value(level)
     Select(form.find_element(By.NAME, "agg")).select_by_value(agg)
     Select(form.find_element(By.NAME, "expand")).select_by_value(expand)
+    Select(form.find_element(By.NAME, "diversify")).select_by_value(diversify)
     box = form.find_element(By.NAME, "query")
     box.clear()
     box.send_keys(query)
@@ -99,21 +101,25 @@ def test_highlighted_spans_are_byte_exact_for_20_queries(browser: WebDriver, squ
     assert len(questions) == 20
     # The menus offer what the server's GET /strategy lists.
     offered = squad_server.api("GET", "/strategy")["choices"]
-    settings = [("bm25", "chunk", "max", "none"), ("dense", "doc", "max", "none"),
-                ("hybrid", "chunk", "max", "window:1"), ("bm25", "doc", "sum", "parent")]
-    for mode, level, agg, expand in settings:
+    settings = [("bm25", "chunk", "max", "none", "none"), ("dense", "doc", "max", "none", "none"),
+                ("hybrid", "chunk", "max", "window:1", "none"), ("bm25", "doc", "sum", "parent", "mmr:0.5")]
+    for mode, level, agg, expand, diversify in settings:
         assert (mode in offered["mode"] and level in offered["level"] and agg in offered["agg"]
-                and expand in offered["expand"]), offered
+                and expand in offered["expand"] and diversify in offered["diversify"]), offered
     checked = 0
     for i, question in enumerate(questions):
-        mode, level, agg, expand = settings[i % len(settings)]
-        search(browser, question, mode, level, agg, expand)
-        body = {"query": question, "mode": mode, "level": level, "agg": agg, "expand": expand, "k": 10}
+        mode, level, agg, expand, diversify = settings[i % len(settings)]
+        search(browser, question, mode, level, agg, expand, diversify)
+        body = {"query": question, "mode": mode, "level": level, "agg": agg, "expand": expand,
+                "diversify": diversify, "k": 10}
         checked += check_highlights(browser, squad_server, body)
         if i == 2:
             browser.save_screenshot(str(SCREENSHOTS / "search-document.png"))
     assert checked >= 20
     assert browser.find_elements(By.CSS_SELECTOR, "#doc-panel .explain"), "the breakdown is shown"
+    # The last search diversified: the breakdown says what its first result paid.
+    explain = browser.find_element(By.CSS_SELECTOR, "#doc-panel .explain").text
+    assert "diversity" in explain and "first-stage rank 1" in explain, explain
 
 
 def test_chinese_highlights_are_byte_exact(browser: WebDriver, chinese_server: Server) -> None:
