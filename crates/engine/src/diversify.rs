@@ -6,10 +6,10 @@
 //!
 //! Relevance is the first stage's score as a share of the pool's best (so BM25, cosine and fused
 //! scores all lie in [0, 1], the scale of a cosine). Not min–max: that gives the pool's last
-//! result no relevance at all, and in a small pool any near copy outranks it. Two results are as similar as the
-//! chunk-pair score of their best chunks: the mean of the top [`PAIR_TOP`] cosines between them
-//! (one cosine for two chunks). Cosines are of the chunks' own stored embeddings, or, in a
-//! store without them, of their analysed term counts.
+//! result no relevance at all, and in a small pool any near copy outranks it. Two results are
+//! as similar as the chunk-pair score of their best chunks: the mean of the top [`PAIR_TOP`]
+//! cosines between them (one cosine for two chunks). Cosines are of the chunks' own stored
+//! embeddings, or, in a store without them, of their analysed term counts.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -55,7 +55,8 @@ impl Diversify {
         match self {
             Diversify::None => k,
             Diversify::Mmr { pool, .. } => {
-                pool.unwrap_or((4 * k).max(40)).clamp(k, crate::strategy::MAX_K)
+                let asked = pool.unwrap_or((4 * k).max(40));
+                asked.min(crate::strategy::MAX_K).max(k)
             }
         }
     }
@@ -267,8 +268,8 @@ pub(crate) fn select(
     lambda: f32,
     k: usize,
 ) -> Vec<(DocHit, Redundancy)> {
-    let best = pool.iter().map(|g| g.score).fold(f32::NEG_INFINITY, f32::max);
-    let relevance = |score: f32| if best > 0.0 { (score / best).max(0.0) } else { 1.0 };
+    let top_score = pool.iter().map(|g| g.score).fold(f32::NEG_INFINITY, f32::max);
+    let relevance = |score: f32| if top_score > 0.0 { (score / top_score).max(0.0) } else { 1.0 };
     // Each candidate's greatest similarity to a picked result so far, and that result's rank.
     let mut nearest: Vec<(f32, Option<usize>)> = vec![(0.0, None); pool.len()];
     let mut left: Vec<usize> = (0..pool.len()).collect();
