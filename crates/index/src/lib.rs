@@ -24,7 +24,7 @@ mod vector;
 pub use aggregate::{Aggregation, DocHit};
 pub use analyzer::Analyzer;
 pub use bm25::{Bm25, TermExplanation, TitleField};
-pub use fusion::{FusedParts, Fusion, RRF_K};
+pub use fusion::{DenseWeights, FusedParts, Fusion, ListPart, MAX_DENSE_LISTS, RRF_K};
 pub use hnsw::{Hnsw, HnswParams};
 pub use quant::{Codes, Quantization};
 pub use vector::{avx512_allowed, dot, dot_all, dot_rows, simd};
@@ -43,6 +43,9 @@ pub enum Error {
         /// What is allowed.
         expected: &'static str,
     },
+    /// Parameters that do not fit each other (weights for another number of lists).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Keeps the `k` best hits, best first, ties broken by chunk id; O(n) selection, then a sort of
