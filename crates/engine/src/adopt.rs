@@ -9,14 +9,12 @@
 
 use std::time::Instant;
 
-use ckeep_embed::{Embedder, InputKind, ModelInfo};
-use ckeep_store::{DerivedWrite, Lacking, Manifest, StoreWrite, VectorEntry};
+use ckeep_embed::ModelInfo;
+use ckeep_store::{Manifest, StoreWrite};
 
 use crate::derive::{DeriveProgress, StageReport};
 use crate::{Engine, Error, PLAIN_REPR, Result};
 
-/// Documents per transaction: a few seconds of embedding each.
-const BATCH_DOCS: usize = 64;
 /// Where the model being adopted is recorded until the manifest takes it.
 const ADOPTING: &str = "adopting_model";
 
@@ -59,11 +57,11 @@ impl<S: StoreWrite> Engine<S> {
             _ => self.store.set_aux(ADOPTING, claim.as_bytes())?,
         }
         let started = Instant::now();
-        self.embed_lacking(embedder.as_ref(), &mut report, progress)?;
+        self.embed_lacking_vectors(PLAIN_REPR, embedder.as_ref(), &mut report, progress)?;
         record_model(&mut manifest, &info);
         self.store.set_manifest(&manifest)?;
         // Documents another writer added without a model meanwhile.
-        self.embed_lacking(embedder.as_ref(), &mut report, progress)?;
+        self.embed_lacking_vectors(PLAIN_REPR, embedder.as_ref(), &mut report, progress)?;
         self.store.set_aux(ADOPTING, b"")?;
         self.require(&[], &[])?;
         self.derive(progress)?;
@@ -72,47 +70,5 @@ impl<S: StoreWrite> Engine<S> {
         }
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
-    }
-
-    /// Plain vectors for every document that has none, a batch per transaction.
-    fn embed_lacking(
-        &mut self,
-        embedder: &dyn Embedder,
-        report: &mut StageReport,
-        progress: DeriveProgress<'_>,
-    ) -> Result<()> {
-        let lacking = self.store.documents_lacking(Lacking::Vectors(PLAIN_REPR))?;
-        let total = report.documents + lacking.len() as u64;
-        progress(&report.stage, report.documents, total);
-        for ids in lacking.chunks(BATCH_DOCS) {
-            let docs = self.documents_with_leaves(ids)?;
-            let texts: Vec<&str> = docs
-                .iter()
-                .flat_map(|(d, leaves)| leaves.iter().map(|c| c.span.slice(&d.document.text)))
-                .collect();
-            let (vectors, _) = embedder.embed(&texts, InputKind::Document)?;
-            let mut vectors = vectors.into_iter();
-            let writes: Vec<DerivedWrite> = docs
-                .iter()
-                .map(|(d, leaves)| DerivedWrite {
-                    doc_id: d.document.id.clone(),
-                    hash: d.hash.clone(),
-                    vectors: leaves
-                        .iter()
-                        .map(|c| VectorEntry {
-                            repr: PLAIN_REPR.into(),
-                            ordinal: c.ordinal,
-                            vector: vectors.next().unwrap_or_default(),
-                        })
-                        .collect(),
-                    ..DerivedWrite::default()
-                })
-                .collect();
-            report.vectors += writes.iter().map(|w| w.vectors.len() as u64).sum::<u64>();
-            self.store.write_derived(writes)?;
-            report.documents += ids.len() as u64;
-            progress(&report.stage, report.documents, total);
-        }
-        Ok(())
     }
 }

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::manifest::{is_summary_repr, summary_repr};
-use crate::represent::{Representation, context_prefix};
+use crate::represent::Representation;
 use crate::summarize::{LoadedSummarizer, Summarizer};
 use crate::{Engine, Error, PLAIN_REPR, Result};
 
@@ -165,6 +165,22 @@ impl<S: StoreWrite> Engine<S> {
         }
         for name in &manifest.representations {
             if name == PLAIN_REPR || is_summary_repr(name) {
+                continue;
+            }
+            if let (_, Some(model)) = crate::more_models::split_model_repr(name) {
+                let record = manifest.extra_models.iter().find(|r| r.name == model);
+                // Listed only with a model to make them; without one the store adds no vectors.
+                if let (Some(record), true) = (record, self.embedder.is_some()) {
+                    let embedder = self.more_models.get(record)?;
+                    let stage = format!("representation {name}");
+                    let mut done = StageReport { stage, ..StageReport::default() };
+                    let started = Instant::now();
+                    self.embed_lacking_vectors(name, embedder.as_ref(), &mut done, progress)?;
+                    done.seconds = started.elapsed().as_secs_f64();
+                    if done.documents > 0 {
+                        report.stages.push(done);
+                    }
+                }
                 continue;
             }
             let (repr_name, summarizer) =
@@ -349,29 +365,7 @@ impl<S: StoreWrite> Engine<S> {
         writes: &mut [DerivedWrite],
     ) -> Result<()> {
         let analyzer = crate::analysis::of_store(&self.store.manifest()?)?;
-        let mut texts: Vec<Vec<String>> = Vec::with_capacity(docs.len());
-        for (doc, leaves) in docs {
-            let summary = match summarizer {
-                Some(s) if parts.summary => self
-                    .store
-                    .summaries(&doc.document.id)?
-                    .into_iter()
-                    .find(|(n, _)| n == s)
-                    .map(|(_, t)| t)
-                    .unwrap_or_default(),
-                _ => String::new(),
-            };
-            texts.push(
-                leaves
-                    .iter()
-                    .map(|c| {
-                        let prefix =
-                            context_prefix(parts, &doc.document.title, &c.heading_path(), &summary);
-                        format!("{prefix}{}", c.span.slice(&doc.document.text))
-                    })
-                    .collect(),
-            );
-        }
+        let texts = self.leaf_texts(Representation::Contextual(parts), summarizer, docs)?;
         for ((w, (_, leaves)), texts) in writes.iter_mut().zip(docs).zip(&texts) {
             w.lexical = leaves
                 .iter()

@@ -157,12 +157,14 @@ impl<S: StoreWrite> Engine<S> {
     }
 
     /// The embedding model spec to use: the one asked for, else the store's (see
-    /// [`crate::stored_model`]); `None` for a store built without one. The one rule of every
-    /// front end.
+    /// [`crate::stored_model`]); `None` for a store built without one. A further model of the
+    /// store (see [`Engine::add_model`]) is loaded by the search that fuses it, so asking for
+    /// one gives the store's own. The one rule of every front end.
     pub fn model_for(&self, asked: Option<&str>) -> Result<Option<String>> {
+        let manifest = self.store.manifest()?;
         Ok(match asked {
-            Some(m) => Some(m.to_string()),
-            None => crate::stored_model(&self.store.manifest()?),
+            Some(m) if !crate::more_models::is_further_model(&manifest, m) => Some(m.to_string()),
+            _ => crate::stored_model(&manifest),
         })
     }
 }

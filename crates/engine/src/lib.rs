@@ -33,6 +33,7 @@ mod ingest;
 mod lexical;
 mod manifest;
 mod models;
+mod more_models;
 mod overrides;
 mod pair_model;
 mod pool;
@@ -81,7 +82,8 @@ pub use report::{AddReport, Skipped, StoreSummary};
 pub use represent::{ContextParts, Fields, Representation, parse_list as parse_representations};
 pub use rerank::DEFAULT_RERANK_K;
 pub use search::{
-    MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult, SearchTiming, Searcher,
+    ListExplanation, MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult, SearchTiming,
+    Searcher,
 };
 pub use similar::{
     ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,
@@ -227,6 +229,8 @@ pub struct Engine<S> {
     analyzer: AnalyzerChoice,
     bm25: Bm25,
     embedder: Option<Arc<dyn Embedder>>,
+    /// The store's further models (`models=A+B`), loaded when first needed.
+    more_models: more_models::MoreModels,
     /// Vectors and graphs loaded from the store, shared with [`Engine::reader`]s, and this
     /// engine's refresh policy.
     vectors: vectors::cache::VectorCache,
@@ -247,6 +251,7 @@ impl<S> Engine<S> {
             analyzer: AnalyzerChoice::Auto,
             bm25: Bm25::default(),
             embedder: None,
+            more_models: more_models::MoreModels::default(),
             vectors: vectors::cache::VectorCache::default(),
             background_index: false,
             generation_cache: None,
@@ -263,6 +268,7 @@ impl<S> Engine<S> {
             analyzer: self.analyzer,
             bm25: self.bm25,
             embedder: self.embedder.clone(),
+            more_models: self.more_models.clone(),
             vectors: self.vectors.shared(),
             background_index: self.background_index,
             generation_cache: self.generation_cache.clone(),
@@ -304,6 +310,23 @@ impl<S> Engine<S> {
     #[must_use]
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// The same engine with `embedder` used for a further model of the store with its
+    /// fingerprint (see [`Engine::add_model`]) rather than loading it from where the manifest
+    /// says it came from.
+    #[must_use]
+    pub fn with_further_model(self, embedder: Arc<dyn Embedder>) -> Self {
+        self.more_models.insert(embedder);
+        self
+    }
+
+    /// The same engine loading the store's further models (for `models=A+B`) behind the
+    /// embedding cache when `cache` (default: uncached), as [`load_model`] does.
+    #[must_use]
+    pub fn with_model_cache(mut self, cache: bool) -> Self {
+        self.more_models.cache = cache;
         self
     }
 

@@ -127,6 +127,19 @@ pub struct Explanation {
     pub chunks: Vec<ChunkExplanation>,
 }
 
+/// One fused list's part in a chunk's score.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListExplanation {
+    /// `bm25`, or the embedding model of a dense list.
+    pub list: String,
+    /// The chunk's score in the list (BM25, or cosine).
+    pub score: f32,
+    /// Its 1-based rank there.
+    pub rank: usize,
+    /// What the list added to the fused score.
+    pub contribution: f32,
+}
+
 /// Score components of one chunk.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChunkExplanation {
@@ -149,6 +162,10 @@ pub struct ChunkExplanation {
     /// Its fused score (hybrid).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fused: Option<f32>,
+    /// Each fused list it is in (hybrid): `bm25` or the model, its score and rank there, and
+    /// what that list added to the fused score.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lists: Vec<ListExplanation>,
     /// Per matching term (BM25 mode).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub terms: Vec<TermExplanation>,

@@ -13,8 +13,8 @@ use crate::expand::Context;
 use crate::filtered::{AllowedDocs, DenseFilter, FilterPlan};
 use crate::represent::Resolved;
 pub use crate::request::{
-    ChunkExplanation, Explanation, ResultChunk, SearchRequest, SearchResponse, SearchResult,
-    SearchTiming,
+    ChunkExplanation, Explanation, ListExplanation, ResultChunk, SearchRequest, SearchResponse,
+    SearchResult, SearchTiming,
 };
 use crate::vectors::VectorParams;
 use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Strategy};
@@ -175,18 +175,19 @@ impl<S: StoreRead> Searcher<'_, S> {
             .iter()
             .map(|r| r.resolve(summarizer.as_deref(), manifest, strategy.mode.needs_model()))
             .collect::<Result<Vec<_>>>()?;
+        let models = crate::more_models::dense_models(&strategy, manifest)?;
         let embedding = std::time::Instant::now();
         let q = strategy
             .mode
             .needs_model()
-            .then(|| engine.query_vector(manifest, &req.query))
+            .then(|| engine.query_vectors(manifest, &models, &req.query))
             .transpose()?;
         let embed = embedding.elapsed();
+        let dense = Dense { models: &models, queries: q.as_deref().unwrap_or_default() };
         let allowed = allowed.as_deref();
         let analyzer = crate::analysis::of_store(manifest)?;
-        let score = |repr: &Resolved| {
-            self.score(&req.query, q.as_deref(), &strategy, repr, analyzer, allowed)
-        };
+        let score =
+            |repr: &Resolved| self.score(&req.query, &dense, &strategy, repr, analyzer, allowed);
         let mut scored = score(&reprs[0])?;
         let filter_plan = allowed.map(|a| FilterPlan {
             documents: a.len(),
@@ -249,7 +250,7 @@ impl<S: StoreRead> Searcher<'_, S> {
                     .collect(),
                 explain: req
                     .explain
-                    .then(|| self.explain(&scored, &strategy, &c.chunks, &diversity)),
+                    .then(|| self.explain(&scored, &strategy, &models, &c.chunks, &diversity)),
             });
         }
         Ok(SearchResponse {
@@ -315,12 +316,13 @@ impl<S: StoreRead> Searcher<'_, S> {
         Ok((ids, maps))
     }
 
-    /// Scores chunks under one representation as the strategy's mode says; `q` is the query's
-    /// vector when the mode needs one; `allowed` keeps only those documents' chunks.
+    /// Scores chunks under one representation as the strategy's mode says; `dense` holds the
+    /// query's vector by each model when the mode needs them; `allowed` keeps only those
+    /// documents' chunks.
     fn score(
         &self,
         query: &str,
-        q: Option<&[f32]>,
+        dense: &Dense<'_>,
         strategy: &Strategy,
         repr: &Resolved,
         analyzer: ckeep_index::Analyzer,
@@ -330,7 +332,7 @@ impl<S: StoreRead> Searcher<'_, S> {
         let params = VectorParams::of(strategy);
         if strategy.mode == Mode::Dense {
             let (hits, dense_filter) =
-                self.engine.dense_hits(q.unwrap_or_default(), repr, candidates, params, allowed)?;
+                self.engine.dense_hits(dense.query(0), repr, candidates, params, allowed)?;
             return Ok(Scored { hits, dense_only: true, dense_filter, ..Scored::default() });
         }
         let (terms, _) = analyzer.term_counts(query);
@@ -359,12 +361,19 @@ impl<S: StoreRead> Searcher<'_, S> {
         let mut fused = None;
         let mut dense_filter = None;
         if let Mode::Hybrid(fusion) = strategy.mode {
-            let (dense_hits, plan) =
-                self.engine.dense_hits(q.unwrap_or_default(), repr, candidates, params, allowed)?;
-            let (f, parts) = fusion.fuse(hits, dense_hits, candidates);
+            let mut lists = Vec::with_capacity(dense.models.len());
+            for (i, model) in dense.models.iter().enumerate() {
+                let repr = model.resolve(repr, &self.manifest)?;
+                let (list, plan) =
+                    self.engine.dense_hits(dense.query(i), &repr, candidates, params, allowed)?;
+                lists.push(list);
+                // The first model's plan stands for all: the same filter, the same rows.
+                dense_filter = dense_filter.or(plan);
+            }
+            let (f, parts) =
+                fusion.fuse(hits, lists, candidates).map_err(|e| Error::Invalid(e.to_string()))?;
             hits = f;
             fused = Some(parts);
-            dense_filter = plan;
         }
         Ok(Scored {
             bm25,
@@ -386,9 +395,14 @@ impl<S: StoreRead> Searcher<'_, S> {
         &self,
         scored: &Scored,
         strategy: &Strategy,
+        models: &[crate::more_models::DenseModel],
         chunks: &[(ChunkHit, Span)],
         diversity: &HashMap<ChunkId, crate::Redundancy>,
     ) -> Explanation {
+        let own = self.engine.embedder.as_ref().map(|e| e.info().name.clone()).unwrap_or_default();
+        let list_names: Vec<String> = std::iter::once("bm25".to_string())
+            .chain(models.iter().map(|m| m.0.as_ref().map_or(own.clone(), |r| r.name.clone())))
+            .collect();
         let chunk = |(h, span): &(ChunkHit, Span)| {
             let parts = scored.fused.as_ref().and_then(|p| p.get(&h.chunk));
             let (bm25, dense) = match parts {
@@ -404,6 +418,22 @@ impl<S: StoreRead> Searcher<'_, S> {
                 bm25_rank: parts.and_then(|p| p.bm25.map(|b| b.1)),
                 dense_rank: parts.and_then(|p| p.dense.map(|d| d.1)),
                 fused: parts.map(|p| p.fused),
+                lists: parts
+                    .map(|p| {
+                        p.lists
+                            .iter()
+                            .zip(&list_names)
+                            .filter_map(|(part, list)| {
+                                part.map(|l| ListExplanation {
+                                    list: list.clone(),
+                                    score: l.score,
+                                    rank: l.rank,
+                                    contribution: l.contribution,
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
                 terms: if bm25.is_some() {
                     scored.bm25.explain(
                         &scored.terms,
@@ -420,12 +450,11 @@ impl<S: StoreRead> Searcher<'_, S> {
         Explanation {
             mode: strategy.mode.to_string(),
             query_terms: scored.names.clone(),
-            model: self
-                .engine
-                .embedder
-                .as_ref()
-                .filter(|_| strategy.mode.needs_model())
-                .map(|e| e.info().name.clone()),
+            model: strategy
+                .mode
+                .needs_model()
+                .then(|| list_names[1..].join("+"))
+                .filter(|m| !m.is_empty()),
             aggregation: (strategy.level == Level::Doc).then(|| strategy.agg.to_string()),
             expansion: (strategy.expand != crate::Expansion::None)
                 .then(|| strategy.expand.to_string()),
@@ -434,6 +463,19 @@ impl<S: StoreRead> Searcher<'_, S> {
             diversity: chunks.iter().find_map(|(h, _)| diversity.get(&h.chunk)).copied(),
             chunks: chunks.iter().map(chunk).collect(),
         }
+    }
+}
+
+/// The query's vectors for dense lists: one per model, in the strategy's order.
+struct Dense<'a> {
+    models: &'a [crate::more_models::DenseModel],
+    queries: &'a [Vec<f32>],
+}
+
+impl Dense<'_> {
+    /// The query's vector by model `i` (empty when the mode embeds none).
+    fn query(&self, i: usize) -> &[f32] {
+        self.queries.get(i).map_or(&[], Vec::as_slice)
     }
 }
 

@@ -19,10 +19,11 @@ use crate::represent::{Representation, parse_list};
 use crate::summarize::Summarizer;
 
 /// Keys of the spec.
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 21] = [
     "chunker",
     "analyzer",
     "model",
+    "models",
     "repr",
     "summarizer",
     "mode",
@@ -75,6 +76,9 @@ pub struct Strategy {
     /// The embedding model the index is built with (`None`: the store's, if any). Evaluation
     /// builds one index per (chunker, model).
     pub model: Option<String>,
+    /// Further models whose dense lists are fused beside `model`'s (`models=A+B`: `model` A,
+    /// these B); each must be a model the store holds vectors of.
+    pub extra_models: Vec<String>,
     /// Scoring mode (default `bm25`).
     pub mode: Mode,
     /// BM25's `k1`, `b` and title weight, where they differ from the engine's.
@@ -125,6 +129,7 @@ impl Default for Strategy {
             chunker: None,
             analyzer: None,
             model: None,
+            extra_models: Vec::new(),
             mode: Mode::Bm25,
             lexical: LexicalParams::default(),
             level: Level::Chunk,
@@ -151,9 +156,12 @@ chunker=SPEC   chunker the index must be built with (default: the store's)
 analyzer=standard|cjk|jieba
                analyzer the index must be built with (default: the store's; eval: auto)
 model=NAME     embedding model (a name, directory or URL; default: the store's)
-mode=bm25|dense|hybrid[:rrf[=K]|:linear=W]
+models=A+B[+…] with mode=hybrid: BM25 fused with one dense list per model (up to 4), each a
+               model the store holds vectors of (`ckeep add --model A --model B`)
+mode=bm25|dense|hybrid[:rrf[=K]|:linear=W[+W…]]
                scoring: BM25, cosine of embeddings, or both fused by reciprocal rank
-               (K = 60) or by W·dense + (1−W)·BM25 on min–max normalised scores (default bm25)
+               (K = 60) or by W·dense + (1−W)·BM25 on min–max normalised scores; with
+               several models one W each (BM25 gets 1 − ΣW) or one W they share (default bm25)
 k1=X, b=X      BM25's saturation and length normalisation (default 0.9 and 0.4)
 title_weight=W BM25F: a title term weighs W text terms, the title a field of its own
                (needs the title indexed: --fields title,text or repr=contextual:title;
@@ -210,6 +218,21 @@ rerank_k=N     how many results the reranker scores (default 50)";
                 self.repr_spec()
             )));
         }
+        if !self.extra_models.is_empty() && !matches!(self.mode, Mode::Hybrid(_)) {
+            return Err(Error::Invalid(format!(
+                "models={} fuses a dense list per model with BM25's; use mode=hybrid (hybrid:linear=W+W with weights summing to 1 leaves BM25 out)",
+                self.models_spec()
+            )));
+        }
+        if 1 + self.extra_models.len() > ckeep_index::MAX_DENSE_LISTS {
+            return Err(Error::Invalid(format!(
+                "models= fuses at most {} models",
+                ckeep_index::MAX_DENSE_LISTS
+            )));
+        }
+        if let Mode::Hybrid(Fusion::Linear(weights)) = self.mode {
+            weights.of(1 + self.extra_models.len()).map_err(Error::Invalid)?;
+        }
         if self.mode == Mode::Dense && !self.lexical.is_default() {
             return Err(Error::Invalid(
                 "k1, b and title_weight shape BM25 scores; use mode=bm25 or mode=hybrid".into(),
@@ -222,6 +245,11 @@ rerank_k=N     how many results the reranker scores (default 50)";
             ));
         }
         Ok(self)
+    }
+
+    /// The models in their textual form (`A+B`; empty when the strategy names none).
+    pub fn models_spec(&self) -> String {
+        self.model.iter().chain(&self.extra_models).cloned().collect::<Vec<_>>().join("+")
     }
 
     /// The representations in their textual form (`plain+summary`).
@@ -294,7 +322,9 @@ impl fmt::Display for Strategy {
         if let Some(a) = &self.analyzer {
             write!(f, "analyzer={a},")?;
         }
-        if let Some(m) = &self.model {
+        if !self.extra_models.is_empty() {
+            write!(f, "models={},", self.models_spec())?;
+        } else if let Some(m) = &self.model {
             write!(f, "model={m},")?;
         }
         write!(f, "mode={},", self.mode)?;
@@ -370,6 +400,10 @@ impl FromStr for Strategy {
             if seen.contains(&key) {
                 return Err(err(format!("`{key}` is given twice")));
             }
+            // `model` and `models` name the same thing; the key itself was checked above.
+            if key.starts_with("model") && seen.iter().any(|k| k.starts_with("model")) {
+                return Err(err("give model= or models=, not both".into()));
+            }
             match key.as_str() {
                 "chunker" => {
                     s.chunker =
@@ -379,6 +413,11 @@ impl FromStr for Strategy {
                 "mode" => s.mode = value.parse().map_err(err)?,
                 "model" if value.is_empty() => return Err(err("model= needs a name".into())),
                 "model" => s.model = Some(value),
+                "models" => {
+                    let names = parse_models(&value).map_err(err)?;
+                    s.model = names.first().cloned();
+                    s.extra_models = names[1..].to_vec();
+                }
                 "expand" => s.expand = value.parse().map_err(err)?,
                 "diversify" => s.diversify = value.parse().map_err(err)?,
                 "exact" | "rescore" => {
@@ -434,6 +473,18 @@ impl FromStr for Strategy {
     }
 }
 
+/// The models of `models=A+B`: named, each once.
+fn parse_models(value: &str) -> Result<Vec<String>, String> {
+    let names: Vec<String> = value.split('+').map(|m| m.trim().to_string()).collect();
+    if names.iter().any(String::is_empty) {
+        return Err(format!("models=A+B needs a name on each side of `+`, got `{value}`"));
+    }
+    if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
+        return Err(format!("models={value} names a model twice"));
+    }
+    Ok(names)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,6 +507,8 @@ mod tests {
             "mode=dense,level=doc,agg=max,repr=plain+summary,summarizer=lead:128,k=10",
             "mode=hybrid:rrf,level=chunk,repr=contextual:title,headings,k=10",
             "mode=bm25,k1=1.2,b=0.75,title_weight=2.5,level=doc,agg=max,k=10",
+            "models=a+b,mode=hybrid:linear=0.3+0.2,level=doc,agg=max,k=10",
+            "models=a+b+c,mode=hybrid:rrf,level=chunk,k=10",
         ] {
             let s: Strategy = spec.parse().unwrap();
             assert_eq!(s.to_string(), spec);
@@ -488,6 +541,13 @@ mod tests {
             ("b=2", "from 0 to 1"),
             ("k1=-1", "k1: expected a number"),
             ("mode=dense,title_weight=2", "use mode=bm25 or mode=hybrid"),
+            ("models=a+b,mode=dense", "use mode=hybrid"),
+            ("models=a+b,mode=hybrid:linear=0.2+0.2+0.2", "3 dense weights for 2 models"),
+            ("mode=hybrid:linear=0.2+0.2", "2 dense weights for 1 model"),
+            ("models=a+,mode=hybrid", "a name on each side"),
+            ("models=a+a,mode=hybrid", "twice"),
+            ("models=a+b,model=a,mode=hybrid", "not both"),
+            ("models=a+b+c+d+e,mode=hybrid", "at most 4"),
         ] {
             let e = spec.parse::<Strategy>().unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");

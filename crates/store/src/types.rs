@@ -44,8 +44,24 @@ pub struct Manifest {
     /// `--explain`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_strategy_from: Option<String>,
+    /// Models whose vectors the store holds beside its own model's, for strategies that fuse
+    /// several (`models=A+B`): each stored chunk representation `R` has their vectors under
+    /// `R|NAME`. Listed once every document has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_models: Vec<ModelRecord>,
     /// The `ckeep` version that created the store.
     pub created_by: String,
+}
+
+/// A model a store holds vectors of beside its own (see [`Manifest::extra_models`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelRecord {
+    /// Its name.
+    pub name: String,
+    /// Its fingerprint (weights, tokenizer, pooling).
+    pub fingerprint: String,
+    /// Where it was loaded from (a name, directory or URL), to load it again for queries.
+    pub source: String,
 }
 
 /// A lexical index entry of one chunk: its distinct terms with counts and its length.

@@ -1,0 +1,390 @@
+//! A store that holds vectors of several embedding models, for strategies that fuse a dense
+//! list per model with BM25's (`models=A+B`): two encoders trained on different data err on
+//! different queries, the cheapest ensemble there is.
+//!
+//! The store's own model (the manifest's `model`) is searched as before. Each further model
+//! (`Manifest::extra_models`) has, for every stored chunk representation `R` with text of its
+//! own (plain, contextual), its vectors of the same texts under `R|NAME`. A model is added like
+//! [`Engine::adopt_model`] adopts one: every document is embedded first, then the manifest
+//! lists the model, so no reader ever searches it with documents missing; ingests after that
+//! embed new documents with it in [`Engine::derive`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use ckeep_embed::{Embedder, InputKind};
+use ckeep_store::{
+    DerivedWrite, Lacking, Manifest, ModelRecord, StoreRead, StoreWrite, VectorEntry,
+};
+
+use crate::derive::{DeriveProgress, StageReport};
+use crate::manifest::{ManifestExt, is_summary_repr};
+use crate::represent::{Representation, Resolved, Source, context_prefix};
+use crate::{Engine, Error, Result, Strategy};
+
+/// Separates a representation's name from the further model whose vectors it holds.
+const MODEL_SEPARATOR: char = '|';
+
+/// Documents per transaction: a few seconds of embedding each.
+const BATCH_DOCS: usize = 64;
+
+/// Name of representation `repr`'s vectors by further model `model`.
+pub(crate) fn model_repr(repr: &str, model: &str) -> String {
+    format!("{repr}{MODEL_SEPARATOR}{model}")
+}
+
+/// The representation and further model of a stored name (`None`: the store's own model's).
+pub(crate) fn split_model_repr(name: &str) -> (&str, Option<&str>) {
+    name.split_once(MODEL_SEPARATOR).map_or((name, None), |(r, m)| (r, Some(m)))
+}
+
+/// Whether model spec `spec` (a name, directory or URL, perhaps `@int8`) names the model
+/// recorded as `name` loaded from `source`.
+fn names_model(spec: &str, name: &str, source: &str) -> bool {
+    let base = |s: &str| {
+        let s = s.trim_end_matches('/');
+        s.rsplit('/').next().unwrap_or(s).to_string()
+    };
+    spec == name || spec == source || base(spec) == name || base(spec) == base(source)
+}
+
+/// Whether model spec `spec` names one of the store's further models (and not its own).
+pub(crate) fn is_further_model(manifest: &Manifest, spec: &str) -> bool {
+    let own = manifest
+        .model
+        .as_deref()
+        .is_some_and(|n| names_model(spec, n, manifest.model_source.as_deref().unwrap_or(n)));
+    !own && manifest.extra_models.iter().any(|r| names_model(spec, &r.name, &r.source))
+}
+
+/// The representations a further model's vectors are kept for: each chunk representation of its own
+/// text (not summaries, late chunking's token pooling or another further model's).
+fn text_reprs(manifest: &Manifest) -> Vec<String> {
+    manifest
+        .representations
+        .iter()
+        .filter(|r| !is_summary_repr(r) && split_model_repr(r).1.is_none())
+        .filter(|r| {
+            let base = r.split_once('@').map_or(r.as_str(), |(b, _)| b);
+            matches!(base.parse(), Ok(Representation::Plain | Representation::Contextual(_)))
+        })
+        .cloned()
+        .collect()
+}
+
+/// One dense list of a search: the store's own model (`None`) or a further one.
+#[derive(Debug, Clone)]
+pub(crate) struct DenseModel(pub Option<ModelRecord>);
+
+impl DenseModel {
+    /// `repr` as this model's vectors hold it (quantised as `manifest` says).
+    pub fn resolve(&self, repr: &Resolved, manifest: &Manifest) -> Result<Resolved> {
+        let Some(record) = &self.0 else { return Ok(repr.clone()) };
+        match &repr.source {
+            Source::Stored(name) => {
+                let key = model_repr(name, &record.name);
+                Ok(Resolved {
+                    quantize: manifest.quantization(&key)?,
+                    key: key.clone(),
+                    source: Source::Stored(key),
+                    field: repr.field.clone(),
+                })
+            }
+            Source::SummaryAvg { .. } | Source::WindowAvg(_) => Err(Error::Invalid(format!(
+                "`{}` is derived from the store's own model's vectors; a further model ({}) has plain and contextual vectors only",
+                repr.key, record.name
+            ))),
+        }
+    }
+}
+
+/// The dense lists `strategy` fuses on a store with `manifest`: its `model` first (the store's
+/// own when it names none), then its `extra_models`, each the store's own or a further model.
+pub(crate) fn dense_models(strategy: &Strategy, manifest: &Manifest) -> Result<Vec<DenseModel>> {
+    if strategy.extra_models.is_empty() {
+        return Ok(vec![DenseModel(None)]);
+    }
+    let own = |spec: &str| {
+        let (name, source) = (manifest.model.as_deref(), manifest.model_source.as_deref());
+        name.is_some_and(|n| names_model(spec, n, source.unwrap_or(n)))
+    };
+    strategy
+        .model
+        .iter()
+        .chain(&strategy.extra_models)
+        .map(|spec| {
+            if own(spec) {
+                return Ok(DenseModel(None));
+            }
+            match manifest.extra_models.iter().find(|r| names_model(spec, &r.name, &r.source)) {
+                Some(record) => Ok(DenseModel(Some(record.clone()))),
+                None => Err(Error::Invalid(format!(
+                    "the store holds vectors of {}, not of `{spec}`; add them with `ckeep add --model {spec}` (no inputs)",
+                    held_models(manifest)
+                ))),
+            }
+        })
+        .collect()
+}
+
+/// The models a store holds vectors of, for messages.
+fn held_models(manifest: &Manifest) -> String {
+    let names: Vec<&str> = manifest
+        .model
+        .iter()
+        .map(String::as_str)
+        .chain(manifest.extra_models.iter().map(|r| r.name.as_str()))
+        .collect();
+    if names.is_empty() { "no model".into() } else { names.join(" and ") }
+}
+
+/// Further models loaded for queries and ingests, by fingerprint, shared by an engine and its
+/// readers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MoreModels {
+    loaded: Arc<Mutex<HashMap<String, Arc<dyn Embedder>>>>,
+    /// Whether models loaded here use the embedding cache.
+    pub cache: bool,
+}
+
+impl MoreModels {
+    /// Makes `embedder` the one used for its fingerprint.
+    pub fn insert(&self, embedder: Arc<dyn Embedder>) {
+        let fingerprint = embedder.info().fingerprint.clone();
+        self.loaded.lock().unwrap_or_else(PoisonError::into_inner).insert(fingerprint, embedder);
+    }
+
+    /// The model `record` describes: given before, else loaded from where it was recorded.
+    pub fn get(&self, record: &ModelRecord) -> Result<Arc<dyn Embedder>> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(e) = loaded.get(&record.fingerprint) {
+            return Ok(Arc::clone(e));
+        }
+        let e = crate::load_model(&record.source, self.cache)?;
+        if e.info().fingerprint != record.fingerprint {
+            return Err(Error::ModelMismatch {
+                stored: record.name.clone(),
+                requested: format!(
+                    "{} (loaded from {}, changed since)",
+                    e.info().name,
+                    record.source
+                ),
+            });
+        }
+        loaded.insert(record.fingerprint.clone(), Arc::clone(&e));
+        Ok(e)
+    }
+}
+
+impl<S: StoreRead> Engine<S> {
+    /// The query's normalised embedding by each of `models`.
+    pub(crate) fn query_vectors(
+        &self,
+        manifest: &Manifest,
+        models: &[DenseModel],
+        query: &str,
+    ) -> Result<Vec<Vec<f32>>> {
+        models
+            .iter()
+            .map(|m| match &m.0 {
+                None => self.query_vector(manifest, query),
+                Some(record) => {
+                    let (mut vectors, _) =
+                        self.more_models.get(record)?.embed(&[query], InputKind::Query)?;
+                    let mut q = vectors.pop().unwrap_or_default();
+                    ckeep_embed::normalize(&mut q);
+                    Ok(q)
+                }
+            })
+            .collect()
+    }
+}
+
+impl<S: StoreWrite> Engine<S> {
+    /// Adds `embedder` as a further model of a store that has a model of its own: every
+    /// stored chunk's text (plain and contextual representations) is embedded with it through
+    /// the embedding cache, a batch of documents per transaction, and then the manifest lists
+    /// it. An interrupted run resumes with the documents still lacking its vectors. Nothing to
+    /// do for the store's own model or one it already holds.
+    pub fn add_model(
+        &mut self,
+        embedder: Arc<dyn Embedder>,
+        progress: DeriveProgress<'_>,
+    ) -> Result<StageReport> {
+        let info = embedder.info().clone();
+        let stage = format!("embedding stored chunks with {}", info.name);
+        let mut report = StageReport { stage, ..StageReport::default() };
+        let manifest = self.store.manifest()?;
+        if manifest.model_fingerprint.is_none() {
+            return Err(Error::ModelRequired(
+                "the store has no model of its own yet: add it first (`ckeep add --model NAME`, no inputs), then further ones".into(),
+            ));
+        }
+        if manifest.model_fingerprint.as_deref() == Some(info.fingerprint.as_str())
+            || manifest.extra_models.iter().any(|r| r.fingerprint == info.fingerprint)
+        {
+            return Ok(report);
+        }
+        if let Some(clash) = manifest.extra_models.iter().find(|r| r.name == info.name) {
+            return Err(Error::ModelMismatch {
+                stored: format!("{} ({})", clash.name, clash.source),
+                requested: format!("{} ({})", info.name, info.source),
+            });
+        }
+        if manifest.model.as_deref() == Some(info.name.as_str()) {
+            return Err(Error::Invalid(format!(
+                "the store's own model is also named `{}` but gives other vectors; load the further model from a directory of another name",
+                info.name
+            )));
+        }
+        if manifest.extra_models.len() + 1 >= ckeep_index::MAX_DENSE_LISTS {
+            return Err(Error::Invalid(format!(
+                "the store holds {} models; a strategy fuses at most {}",
+                manifest.extra_models.len() + 1,
+                ckeep_index::MAX_DENSE_LISTS
+            )));
+        }
+        let started = Instant::now();
+        let names: Vec<String> =
+            text_reprs(&manifest).iter().map(|r| model_repr(r, &info.name)).collect();
+        for name in &names {
+            self.embed_lacking_vectors(name, embedder.as_ref(), &mut report, progress)?;
+        }
+        let mut manifest = self.store.manifest()?;
+        manifest.extra_models.push(ModelRecord {
+            name: info.name.clone(),
+            fingerprint: info.fingerprint.clone(),
+            source: info.source.clone(),
+        });
+        for name in &names {
+            if !manifest.representations.contains(name) {
+                manifest.representations.push(name.clone());
+            }
+        }
+        self.store.set_manifest(&manifest)?;
+        // Documents another writer added meanwhile.
+        for name in &names {
+            self.embed_lacking_vectors(name, embedder.as_ref(), &mut report, progress)?;
+        }
+        self.more_models.insert(embedder);
+        if !self.background_index {
+            self.refresh_vector_index()?;
+        }
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// Embeds, with `embedder`, the texts of stored representation `name` (plain or
+    /// contextual, or either by a further model as `R|MODEL`) for every document that lacks
+    /// its vectors, a batch per transaction: how a model is adopted or added.
+    pub(crate) fn embed_lacking_vectors(
+        &mut self,
+        name: &str,
+        embedder: &dyn Embedder,
+        report: &mut StageReport,
+        progress: DeriveProgress<'_>,
+    ) -> Result<()> {
+        let lacking = self.store.documents_lacking(Lacking::Vectors(name))?;
+        if lacking.is_empty() {
+            return Ok(());
+        }
+        let (repr_name, _) = split_model_repr(name);
+        let (base, summarizer) =
+            repr_name.split_once('@').map_or((repr_name, None), |(r, s)| (r, Some(s)));
+        let repr: Representation = base.parse().map_err(Error::Invalid)?;
+        let total = report.documents + lacking.len() as u64;
+        progress(&report.stage, report.documents, total);
+        for ids in lacking.chunks(BATCH_DOCS) {
+            let docs = self.documents_with_leaves(ids)?;
+            let texts = self.leaf_texts(repr, summarizer, &docs)?;
+            let flat: Vec<&str> = texts.iter().flatten().map(String::as_str).collect();
+            let (vectors, _) = embedder.embed(&flat, InputKind::Document)?;
+            let mut vectors = vectors.into_iter();
+            let writes: Vec<DerivedWrite> = docs
+                .iter()
+                .map(|(d, leaves)| DerivedWrite {
+                    doc_id: d.document.id.clone(),
+                    hash: d.hash.clone(),
+                    vectors: leaves
+                        .iter()
+                        .map(|c| VectorEntry {
+                            repr: name.to_string(),
+                            ordinal: c.ordinal,
+                            vector: vectors.next().unwrap_or_default(),
+                        })
+                        .collect(),
+                    ..DerivedWrite::default()
+                })
+                .collect();
+            report.vectors += writes.iter().map(|w| w.vectors.len() as u64).sum::<u64>();
+            self.store.write_derived(writes)?;
+            report.documents += ids.len() as u64;
+            progress(&report.stage, report.documents, total);
+        }
+        Ok(())
+    }
+
+    /// The texts representation `repr` embeds for each leaf of `docs`: the leaf's own
+    /// (plain), or with its context in front.
+    pub(crate) fn leaf_texts(
+        &self,
+        repr: Representation,
+        summarizer: Option<&str>,
+        docs: &[(ckeep_store::StoredDocument, Vec<ckeep_core::Chunk>)],
+    ) -> Result<Vec<Vec<String>>> {
+        let mut texts = Vec::with_capacity(docs.len());
+        for (doc, leaves) in docs {
+            let text = &doc.document.text;
+            texts.push(match repr {
+                Representation::Contextual(parts) => {
+                    let summary = match summarizer {
+                        Some(s) if parts.summary => self
+                            .store
+                            .summaries(&doc.document.id)?
+                            .into_iter()
+                            .find(|(n, _)| n == s)
+                            .map(|(_, t)| t)
+                            .unwrap_or_default(),
+                        _ => String::new(),
+                    };
+                    leaves
+                        .iter()
+                        .map(|c| {
+                            let prefix = context_prefix(
+                                parts,
+                                &doc.document.title,
+                                &c.heading_path(),
+                                &summary,
+                            );
+                            format!("{prefix}{}", c.span.slice(text))
+                        })
+                        .collect()
+                }
+                Representation::Plain
+                | Representation::Late
+                | Representation::Summary
+                | Representation::SummaryAvg(_)
+                | Representation::WindowAvg(_) => {
+                    leaves.iter().map(|c| c.span.slice(text).to_string()).collect()
+                }
+            });
+        }
+        Ok(texts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PLAIN_REPR;
+
+    #[test]
+    fn names_split_and_match() {
+        assert_eq!(split_model_repr("contextual:title|e5"), ("contextual:title", Some("e5")));
+        assert_eq!(split_model_repr(PLAIN_REPR), (PLAIN_REPR, None));
+        assert!(names_model("/models/multilingual-e5-small/", "multilingual-e5-small", "/x"));
+        assert!(names_model("e5", "other", "e5"));
+        assert!(!names_model("minilm", "e5", "/m/e5"));
+    }
+}
