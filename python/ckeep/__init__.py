@@ -318,6 +318,14 @@ class Store:
         ids = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids)
         return self._native.remove(ids)
 
+    def add_model(self, model: str) -> dict[str, Any]:
+        """Keeps a further model's vectors of every stored chunk beside the store's own
+        model's (``ckeep add --model OWN --model FURTHER``), so strategies can fuse a dense
+        list per model with BM25's: ``search(q, strategy="models=A+B,mode=hybrid")``.
+        Documents added later get its vectors too. Returns the embedding stage's report
+        (``documents``, ``vectors``, ``seconds``); nothing to do for a model it holds."""
+        return json.loads(self._native.add_model(model))
+
     def quantize(self, kind: str, repr: str | None = None) -> None:
         """Holds the store's vectors compactly for dense search (``ckeep add --quantize``):
         ``"int8"`` (a quarter of the memory), ``"binary"`` (a thirty-second) or ``"none"``

@@ -61,7 +61,7 @@ impl Store {
             } else {
                 ckeep_store::open(&self.location)?
             };
-            let mut engine = Engine::new(store);
+            let mut engine = Engine::new(store).with_model_cache(self.cache);
             if self.cache {
                 engine = engine.with_generation_cache(ckeep_engine::default_generation_cache());
             }
@@ -339,6 +339,19 @@ impl Store {
                 )));
             }
             Ok(engine.store_mut().remove(&ids)?)
+        })
+    }
+
+    /// `ckeep add --model OWN --model FURTHER` (no inputs): keeps a further model's vectors of
+    /// every stored chunk beside the store's own model's, for `models=A+B` strategies; the
+    /// report of the embedding stage as JSON.
+    fn add_model(&self, py: Python<'_>, model: String) -> PyResult<String> {
+        detached(py, || {
+            let embedder = self.model(&model)?;
+            let mut guard = self.writer(false)?;
+            let engine = guard.as_mut().context("the store is not open")?;
+            let report = engine.add_model(embedder, &mut |_, _, _| {})?;
+            Ok(serde_json::to_string(&report)?)
         })
     }
 

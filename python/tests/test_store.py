@@ -191,3 +191,30 @@ def test_a_quantised_store_answers_as_the_cli_and_as_float32(tmp_path: Path, cli
         store.quantize("int8", repr="late")
     store.quantize("none")
     assert "quantize" not in store.stats()["manifest"]
+
+
+@pytest.mark.parametrize("query", ["owls hunting at night", "天气"])
+def test_a_further_model_fuses_as_the_cli_fuses(tmp_path: Path, query: str) -> None:
+    """``Store.add_model`` keeps a second model's vectors (potion-base-8M beside MiniLM); a
+    ``models=A+B`` strategy then answers from Python as from the CLI over a store the CLI
+    built with both, in English and Chinese."""
+    docs = [json.loads(line) for line in CORPUS_JSONL.read_text(encoding="utf-8").splitlines()]
+    store = ckeep.Store(tmp_path / "two")
+    store.add_documents(docs, model=MODEL, chunker="sentences")
+    report = store.add_model("potion-base-8M")
+    assert report["documents"] == len(docs) and report["vectors"] > 0
+    assert store.add_model("potion-base-8M")["documents"] == 0
+    assert [m["name"] for m in store.stats()["manifest"]["extra_models"]] == ["potion-base-8M"]
+    cli_store = tmp_path / "cli"
+    cli("add", str(CORPUS_JSONL), "--model", MODEL, "--model", "potion-base-8M", "--chunker", "sentences",
+        store=cli_store)
+    strategy = f"models={MODEL}+potion-base-8M,mode=hybrid:linear=0.3+0.3,level=doc,k=5"
+    got = store.search_json(query, strategy=strategy, explain=True)
+    for r in got["results"]:
+        del r["char_spans"]
+    want = cli("search", query, "--strategy", strategy, "--explain", store=cli_store)
+    assert got == want
+    lists = {part["list"] for part in got["results"][0]["explain"]["chunks"][0]["lists"]}
+    assert "potion-base-8M" in lists, lists
+    with pytest.raises(ckeep.UsageError):
+        store.search(query, strategy=f"models={MODEL}+test-hash-32,mode=hybrid")

@@ -64,3 +64,46 @@ async fn operators_and_logic_select_the_same_documents_in_both_forms() {
     assert_error(&bad, 422, "invalid_parameter");
     assert!(bad.1["error"]["message"].as_str().unwrap().contains("at character 7"), "{}", bad.1);
 }
+
+/// A store holding a further model (added beside the server's, as `ckeep add --model A --model
+/// B` does): `POST /search` fuses both through the strategy spec, the reader loading the
+/// further model itself; each list's part is in the explanation; a model the store lacks is a
+/// 422 naming the command that adds it. English and Chinese queries.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_strategy_fuses_the_stores_further_model() {
+    let server = TestServer::with_model(ServerConfig::default(), test_model());
+    let (status, _) = server.post("/documents", &json!({"documents": corpus()})).await;
+    assert_eq!(status, 200);
+    let mut writer =
+        ckeep_engine::Engine::new(ckeep_store::SqliteStore::open(&server.store()).unwrap())
+            .with_embedder(test_model());
+    let added = writer
+        .add_model(std::sync::Arc::new(ckeep_embed::HashingEmbedder::new(32)), &mut |_, _, _| {})
+        .unwrap();
+    assert!(added.documents > 0);
+    let strategy = "models=test-hash-64+test-hash-32,mode=hybrid:linear=0.3+0.3,level=doc,k=3";
+    for query in ["owls hunt at night", "中国最长的河流"] {
+        let (status, found) = server
+            .post("/search", &json!({"query": query, "strategy": strategy, "explain": true}))
+            .await;
+        assert_eq!(status, 200, "{found}");
+        let explain = &found["results"][0]["explain"];
+        assert_eq!(explain["model"], "test-hash-64+test-hash-32", "{found}");
+        let lists: Vec<&str> = explain["chunks"][0]["lists"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["list"].as_str().unwrap())
+            .collect();
+        assert!(lists.contains(&"test-hash-32"), "{query}: {lists:?}");
+    }
+    let missing = server
+        .post(
+            "/search",
+            &json!({"query": "owls", "strategy": "models=test-hash-64+test-hash-16,mode=hybrid"}),
+        )
+        .await;
+    assert_error(&missing, 422, "invalid_parameter");
+    let message = missing.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains("ckeep add --model test-hash-16"), "{message}");
+}

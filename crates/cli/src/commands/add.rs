@@ -56,9 +56,11 @@ pub struct AddArgs {
     #[command(flatten)]
     pub load: LoadFlags,
     /// Embed every chunk with this model (default: the store's model, if it has one); recorded
-    /// in the store, which then only accepts the same model.
+    /// in the store, which then only accepts the same model. Given again (`--model A --model
+    /// B`), the further models' vectors are kept beside the first's, for strategies that fuse
+    /// them (`models=A+B,mode=hybrid`); without inputs, adds them to an existing store.
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
-    pub model: Option<String>,
+    pub model: Vec<String>,
     #[arg(long, value_name = "PRECISION", default_value = "f32", requires = "model", help = PRECISION_HELP)]
     pub precision: ckeep_embed::Precision,
     /// Hold the store's vectors in memory as `int8` (a quarter of the RAM) or `binary` (a
@@ -70,9 +72,14 @@ pub struct AddArgs {
 }
 
 impl AddArgs {
-    /// The model spec asked for, with its precision.
+    /// The model spec asked for first, with its precision.
     pub fn model(&self) -> Option<String> {
-        self.model.as_deref().map(|m| self.precision.apply(m))
+        self.model.first().map(|m| self.precision.apply(m))
+    }
+
+    /// The further models asked for, with their precision.
+    pub fn further_models(&self) -> impl Iterator<Item = String> + '_ {
+        self.model.iter().skip(1).map(|m| self.precision.apply(m))
     }
 }
 
@@ -117,7 +124,8 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
             bar.inc(1);
         }
     }
-    let report = ingest.finish_with(&mut stage_progress(&bar))?;
+    let mut report = ingest.finish_with(&mut stage_progress(&bar))?;
+    add_further_models(&mut engine, args, &mut report, no_cache, &bar)?;
     bar.finish_and_clear();
     quantize(&mut engine, args)?;
     let seconds = started.elapsed().as_secs_f64();
@@ -153,12 +161,13 @@ fn derive_only(
         ingest
     };
     let mut report = ingest.finish_with(&mut stage_progress(&bar))?;
-    bar.finish_and_clear();
-    quantize(&mut engine, args)?;
     if let Some(stage) = adopted.filter(|s| s.documents > 0) {
         report.vectors += stage.vectors;
         report.derived.insert(0, stage);
     }
+    add_further_models(&mut engine, args, &mut report, no_cache, &bar)?;
+    bar.finish_and_clear();
+    quantize(&mut engine, args)?;
     let seconds = started.elapsed().as_secs_f64();
     let model = engine.embedder().map(|e| e.info().clone());
     let analyzer = engine.analyzer()?;
@@ -175,6 +184,26 @@ fn require(ingest: &mut ckeep_engine::Ingest<'_, DynStore>, args: &AddArgs) -> a
     ingest.require(&reprs, &args.summarizer)?;
     if let Some(f) = args.fields {
         ingest.set_default_repr(f.representation())?;
+    }
+    Ok(())
+}
+
+/// Adds the models after the first `--model` to the store (embedding what lacks their
+/// vectors), reported as derivation stages.
+fn add_further_models(
+    engine: &mut ckeep_engine::Engine<DynStore>,
+    args: &AddArgs,
+    report: &mut ckeep_engine::IngestReport,
+    no_cache: bool,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<()> {
+    for spec in args.further_models() {
+        let model = super::load_model(&spec, no_cache)?;
+        let stage = engine.add_model(model, &mut stage_progress(bar))?;
+        if stage.documents > 0 {
+            report.vectors += stage.vectors;
+            report.derived.push(stage);
+        }
     }
     Ok(())
 }

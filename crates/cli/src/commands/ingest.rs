@@ -84,7 +84,7 @@ pub fn open_with_model(
 ) -> anyhow::Result<Engine<DynStore>> {
     let store =
         if create { ckeep_store::open_or_create(store)? } else { ckeep_store::open(store)? };
-    let mut engine = Engine::new(store);
+    let mut engine = Engine::new(store).with_model_cache(!no_cache);
     if let Some(analyzer) = analyzer {
         engine = engine.with_analyzer(analyzer);
     }

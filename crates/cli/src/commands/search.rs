@@ -79,7 +79,7 @@ pub fn run(
     no_cache: bool,
     out: &Output,
 ) -> anyhow::Result<ExitCode> {
-    let mut engine = super::open(store)?;
+    let mut engine = super::open(store)?.with_model_cache(!no_cache);
     let mut strategy = match &args.strategy {
         Some(s) => s.clone(),
         None => engine.default_strategy()?,
@@ -163,6 +163,19 @@ pub fn run(
                     parts.push(format!("bm25 {b:.4}{rank}: {}", terms.join(", ")));
                 }
                 outln!("     chunk {} [{}] {}", c.chunk_id, c.span, parts.join("; "));
+                if !c.lists.is_empty() {
+                    let lists: Vec<String> = c
+                        .lists
+                        .iter()
+                        .map(|l| {
+                            format!(
+                                "{} {:.4} (#{}) +{:.4}",
+                                l.list, l.score, l.rank, l.contribution
+                            )
+                        })
+                        .collect();
+                    outln!("       fused from: {}", lists.join(", "));
+                }
             }
         }
     }

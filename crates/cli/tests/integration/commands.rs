@@ -293,6 +293,78 @@ fn a_bm25_store_gains_a_model_later() {
     assert!(run(&later, &["check"]).status.success());
 }
 
+/// Fast tier: `add --model A --model B` keeps both models' vectors; `models=A+B` fuses a
+/// dense list per model with BM25's, `--explain` shows each list's part; a later `add` embeds
+/// new documents with both; a further model added to an existing store (no inputs) answers
+/// as one added from the start; `check` passes; a strategy naming a model the store lacks is
+/// refused with the command that adds it.
+#[test]
+fn a_store_holds_two_models_and_fuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/corpus.jsonl");
+    let (both, later) = (dir.path().join("both"), dir.path().join("later"));
+    let added = json(
+        &both,
+        &[
+            "add",
+            corpus,
+            "--chunker",
+            "paragraphs",
+            "--model",
+            "test-hash-256",
+            "--model",
+            "test-hash-64",
+        ],
+    );
+    let stage = &added["derived"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(stage["stage"], "embedding stored chunks with test-hash-64", "{added}");
+    assert_eq!(stage["documents"], 12, "{added}");
+    let manifest = &json(&both, &["stats"])["manifest"];
+    assert_eq!(manifest["model"], "test-hash-256", "{manifest}");
+    assert_eq!(manifest["extra_models"][0]["name"], "test-hash-64", "{manifest}");
+    json(&later, &["add", corpus, "--chunker", "paragraphs", "--model", "test-hash-256"]);
+    json(&later, &["add", "--model", "test-hash-256", "--model", "test-hash-64"]);
+    let strategy = "models=test-hash-256+test-hash-64,mode=hybrid:linear=0.3+0.3,level=doc,k=5";
+    for query in ["owls hunt in the dark night", "中国最长的河流"] {
+        let args = ["search", query, "--strategy", strategy, "--explain"];
+        let (a, b) = (json(&both, &args), json(&later, &args));
+        assert_eq!(a["results"], b["results"], "{query}");
+        let lists: Vec<&str> = a["results"][0]["explain"]["chunks"][0]["lists"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["list"].as_str().unwrap())
+            .collect();
+        assert!(lists.contains(&"test-hash-64"), "{query}: {lists:?}");
+        let text = ok(&both, &["search", query, "--strategy", strategy, "--explain"]);
+        assert!(text.contains("fused from: "), "{text}");
+    }
+    // A later add embeds the new document with both models, with no --model given.
+    let extra = dir.path().join("more.txt");
+    std::fs::write(&extra, "Barn owls hunt voles at night over open fields.").unwrap();
+    let report = json(&both, &["add", extra.to_str().unwrap()]);
+    let stages: Vec<&str> = report["derived"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
+    assert!(stages.contains(&"representation plain|test-hash-64"), "{report}");
+    let found = json(&both, &["search", "barn owls voles", "--strategy", strategy]);
+    assert!(found["results"][0]["doc_id"].as_str().unwrap().contains("more"), "{found}");
+    assert!(run(&both, &["check"]).status.success());
+    let (code, err) = fails(
+        &later,
+        &["search", "owls", "--strategy", "models=test-hash-256+test-hash-32,mode=hybrid"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("ckeep add --model test-hash-32"), "{err}");
+    let (code, err) =
+        fails(&later, &["search", "owls", "--strategy", "models=test-hash-256+test-hash-64"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("use mode=hybrid"), "{err}");
+}
+
 /// A store in `dir` holding `(id, title, text)` documents added with `--fields title,text`.
 fn titled_store(dir: &std::path::Path, docs: &[(&str, &str, &str)]) -> std::path::PathBuf {
     let (store, file) = (dir.join("s"), dir.join("docs.jsonl"));
