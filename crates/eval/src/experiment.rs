@@ -278,8 +278,9 @@ fn fill_containment(
     }
 }
 
-/// One index per distinct (chunker, model) of `strategies`, holding every representation and
-/// summary the strategies on it use.
+/// One index per distinct (chunker, analyzer, model) of `strategies`, holding every
+/// representation and summary the strategies on it use, and the vectors of every further
+/// model they fuse (`models=A+B`), so `model=A` and `models=A+B` compare on one index.
 fn build_indexes(
     dataset: &Dataset,
     strategies: &[Strategy],
@@ -300,6 +301,13 @@ fn build_indexes(
                 strategies.iter().filter(|t| index_key(t) == index_key(s)).collect();
             let mut reprs: Vec<Representation> = Vec::new();
             let mut summarizers: Vec<Summarizer> = Vec::new();
+            let mut further: Vec<Arc<dyn Embedder>> = Vec::new();
+            for spec in same.iter().flat_map(|t| &t.extra_models) {
+                let m = models(spec)?;
+                if !further.iter().any(|f| f.info().fingerprint == m.info().fingerprint) {
+                    further.push(m);
+                }
+            }
             for t in &same {
                 for r in &t.repr {
                     if !reprs.contains(r) {
@@ -310,7 +318,12 @@ fn build_indexes(
                     summarizers.push(sm.clone());
                 }
             }
-            let needs = Needs { reprs: &reprs, summarizers: &summarizers, analyzer: s.analyzer };
+            let needs = Needs {
+                reprs: &reprs,
+                summarizers: &summarizers,
+                analyzer: s.analyzer,
+                further: &further,
+            };
             slot.insert(index(dataset, &chunker, model, needs, &location, &name, progress)?);
         }
     }
@@ -345,6 +358,8 @@ struct Needs<'a> {
     summarizers: &'a [Summarizer],
     /// `None`: `auto` chooses from the dataset's script.
     analyzer: Option<ckeep_engine::Analyzer>,
+    /// Models whose vectors are kept beside the index model's (`models=A+B`).
+    further: &'a [Arc<dyn Embedder>],
 }
 
 fn index(
@@ -373,6 +388,9 @@ fn index(
         progress(&format!("indexing {name}"), i as u64 + 1, total);
     }
     ingest.finish_with(progress)?;
+    for m in needs.further {
+        engine.add_model(Arc::clone(m), progress)?;
+    }
     Ok(engine)
 }
 
