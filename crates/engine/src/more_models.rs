@@ -39,8 +39,8 @@ pub(crate) fn split_model_repr(name: &str) -> (&str, Option<&str>) {
     name.split_once(MODEL_SEPARATOR).map_or((name, None), |(r, m)| (r, Some(m)))
 }
 
-/// Whether model spec `spec` (a name, directory or URL, perhaps `@int8`) names the model
-/// recorded as `name` loaded from `source`.
+/// Whether model spec `spec` (a name, directory or URL) names the model recorded as `name`
+/// loaded from `source`: equal to either, or the same last path component.
 fn names_model(spec: &str, name: &str, source: &str) -> bool {
     let base = |s: &str| {
         let s = s.trim_end_matches('/');
@@ -58,8 +58,8 @@ pub(crate) fn is_further_model(manifest: &Manifest, spec: &str) -> bool {
     !own && manifest.extra_models.iter().any(|r| names_model(spec, &r.name, &r.source))
 }
 
-/// The representations a further model's vectors are kept for: each chunk representation of its own
-/// text (not summaries, late chunking's token pooling or another further model's).
+/// The representations a further model's vectors are kept for: each chunk representation of
+/// its own text (not summaries, late chunking's token pooling or another further model's).
 fn text_reprs(manifest: &Manifest) -> Vec<String> {
     manifest
         .representations
@@ -99,33 +99,31 @@ impl DenseModel {
     }
 }
 
-/// The dense lists `strategy` fuses on a store with `manifest`: its `model` first (the store's
-/// own when it names none), then its `extra_models`, each the store's own or a further model.
+/// The dense lists `strategy` searches on a store with `manifest`: its `model` first (the
+/// store's own when it names none), then its `extra_models`, each the store's own or a further
+/// model. A single model the store does not hold is left to the model check (a conflict, as
+/// ever); among several it is refused here, naming the command that adds it.
 pub(crate) fn dense_models(strategy: &Strategy, manifest: &Manifest) -> Result<Vec<DenseModel>> {
-    if strategy.extra_models.is_empty() {
-        return Ok(vec![DenseModel(None)]);
-    }
+    let several = !strategy.extra_models.is_empty();
     let own = |spec: &str| {
         let (name, source) = (manifest.model.as_deref(), manifest.model_source.as_deref());
         name.is_some_and(|n| names_model(spec, n, source.unwrap_or(n)))
     };
-    strategy
-        .model
-        .iter()
-        .chain(&strategy.extra_models)
-        .map(|spec| {
-            if own(spec) {
-                return Ok(DenseModel(None));
-            }
-            match manifest.extra_models.iter().find(|r| names_model(spec, &r.name, &r.source)) {
-                Some(record) => Ok(DenseModel(Some(record.clone()))),
-                None => Err(Error::Invalid(format!(
-                    "the store holds vectors of {}, not of `{spec}`; add them with `ckeep add --model {spec}` (no inputs)",
-                    held_models(manifest)
-                ))),
-            }
-        })
-        .collect()
+    let one = |spec: &String| {
+        if own(spec) {
+            return Ok(DenseModel(None));
+        }
+        match manifest.extra_models.iter().find(|r| names_model(spec, &r.name, &r.source)) {
+            Some(record) => Ok(DenseModel(Some(record.clone()))),
+            None if !several => Ok(DenseModel(None)),
+            None => Err(Error::Invalid(format!(
+                "the store holds vectors of {}, not of `{spec}`; add them with `ckeep add --model {spec}` (no inputs)",
+                held_models(manifest)
+            ))),
+        }
+    };
+    let first = strategy.model.as_ref().map_or(Ok(DenseModel(None)), one)?;
+    std::iter::once(Ok(first)).chain(strategy.extra_models.iter().map(one)).collect()
 }
 
 /// The models a store holds vectors of, for messages.

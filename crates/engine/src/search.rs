@@ -331,8 +331,13 @@ impl<S: StoreRead> Searcher<'_, S> {
         let candidates = candidates(strategy);
         let params = VectorParams::of(strategy);
         if strategy.mode == Mode::Dense {
+            // The one model's vectors: the store's own, or a further model's.
+            let repr = match dense.models.first() {
+                Some(model) => model.resolve(repr, &self.manifest)?,
+                None => repr.clone(),
+            };
             let (hits, dense_filter) =
-                self.engine.dense_hits(dense.query(0), repr, candidates, params, allowed)?;
+                self.engine.dense_hits(dense.query(0), &repr, candidates, params, allowed)?;
             return Ok(Scored { hits, dense_only: true, dense_filter, ..Scored::default() });
         }
         let (terms, _) = analyzer.term_counts(query);

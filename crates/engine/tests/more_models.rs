@@ -122,6 +122,15 @@ fn a_further_model_embeds_every_chunk_and_then_fuses() {
             direct.search(&dense).unwrap().results.into_iter().map(|r| r.doc_id).collect();
         let got: Vec<String> = dense96.results.into_iter().map(|r| r.doc_id).collect();
         assert_eq!(got, expected, "the further model's vectors are its own ({query})");
+        // Named alone, the further model is searched by its own vectors too.
+        let named = SearchRequest {
+            strategy: "model=test-hash-96,mode=dense,level=doc,k=4".parse().unwrap(),
+            explain: false,
+            ..req.clone()
+        };
+        let alone: Vec<String> =
+            engine.search(&named).unwrap().results.into_iter().map(|r| r.doc_id).collect();
+        assert_eq!(alone, expected, "model=test-hash-96 alone ({query})");
     }
 }
 
