@@ -49,13 +49,23 @@ fn names_model(spec: &str, name: &str, source: &str) -> bool {
     spec == name || spec == source || base(spec) == name || base(spec) == base(source)
 }
 
+/// Whether model spec `spec` names the store's own model.
+fn is_own_model(manifest: &Manifest, spec: &str) -> bool {
+    let source = manifest.model_source.as_deref();
+    manifest.model.as_deref().is_some_and(|n| names_model(spec, n, source.unwrap_or(n)))
+}
+
+/// The further model of the store that model spec `spec` names (not its own).
+fn further_model<'m>(manifest: &'m Manifest, spec: &str) -> Option<&'m ModelRecord> {
+    if is_own_model(manifest, spec) {
+        return None;
+    }
+    manifest.extra_models.iter().find(|r| names_model(spec, &r.name, &r.source))
+}
+
 /// Whether model spec `spec` names one of the store's further models (and not its own).
 pub(crate) fn is_further_model(manifest: &Manifest, spec: &str) -> bool {
-    let own = manifest
-        .model
-        .as_deref()
-        .is_some_and(|n| names_model(spec, n, manifest.model_source.as_deref().unwrap_or(n)));
-    !own && manifest.extra_models.iter().any(|r| names_model(spec, &r.name, &r.source))
+    further_model(manifest, spec).is_some()
 }
 
 /// The representations a further model's vectors are kept for: each chunk representation of
@@ -105,22 +115,13 @@ impl DenseModel {
 /// ever); among several it is refused here, naming the command that adds it.
 pub(crate) fn dense_models(strategy: &Strategy, manifest: &Manifest) -> Result<Vec<DenseModel>> {
     let several = !strategy.extra_models.is_empty();
-    let own = |spec: &str| {
-        let (name, source) = (manifest.model.as_deref(), manifest.model_source.as_deref());
-        name.is_some_and(|n| names_model(spec, n, source.unwrap_or(n)))
-    };
-    let one = |spec: &String| {
-        if own(spec) {
-            return Ok(DenseModel(None));
-        }
-        match manifest.extra_models.iter().find(|r| names_model(spec, &r.name, &r.source)) {
-            Some(record) => Ok(DenseModel(Some(record.clone()))),
-            None if !several => Ok(DenseModel(None)),
-            None => Err(Error::Invalid(format!(
-                "the store holds vectors of {}, not of `{spec}`; add them with `ckeep add --model {spec}` (no inputs)",
-                held_models(manifest)
-            ))),
-        }
+    let one = |spec: &String| match further_model(manifest, spec) {
+        Some(record) => Ok(DenseModel(Some(record.clone()))),
+        None if !several || is_own_model(manifest, spec) => Ok(DenseModel(None)),
+        None => Err(Error::Invalid(format!(
+            "the store holds vectors of {}, not of `{spec}`; add them with `ckeep add --model {spec}` (no inputs)",
+            held_models(manifest)
+        ))),
     };
     let first = strategy.model.as_ref().map_or(Ok(DenseModel(None)), one)?;
     std::iter::once(Ok(first)).chain(strategy.extra_models.iter().map(one)).collect()

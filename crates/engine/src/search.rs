@@ -411,7 +411,7 @@ impl<S: StoreRead> Searcher<'_, S> {
         let chunk = |(h, span): &(ChunkHit, Span)| {
             let parts = scored.fused.as_ref().and_then(|p| p.get(&h.chunk));
             let (bm25, dense) = match parts {
-                Some(p) => (p.bm25.map(|b| b.0), p.dense.map(|d| d.0)),
+                Some(p) => (p.bm25().map(|b| b.0), p.dense().map(|d| d.0)),
                 None if scored.dense_only => (None, Some(h.score)),
                 None => (Some(h.score), None),
             };
@@ -420,8 +420,8 @@ impl<S: StoreRead> Searcher<'_, S> {
                 span: *span,
                 bm25,
                 dense,
-                bm25_rank: parts.and_then(|p| p.bm25.map(|b| b.1)),
-                dense_rank: parts.and_then(|p| p.dense.map(|d| d.1)),
+                bm25_rank: parts.and_then(|p| p.bm25().map(|b| b.1)),
+                dense_rank: parts.and_then(|p| p.dense().map(|d| d.1)),
                 fused: parts.map(|p| p.fused),
                 lists: parts
                     .map(|p| {

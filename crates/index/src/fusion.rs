@@ -99,14 +99,26 @@ pub struct ListPart {
 /// One chunk's place in each list and its fused score.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct FusedParts {
-    /// BM25 score and 1-based rank, if the chunk is among the lexical candidates.
-    pub bm25: Option<(f32, usize)>,
-    /// Cosine and 1-based rank in the first dense list, if among its candidates.
-    pub dense: Option<(f32, usize)>,
     /// Every list's part, in the order given (BM25 first), `None` where the chunk is absent.
     pub lists: Vec<Option<ListPart>>,
     /// The fused score.
     pub fused: f32,
+}
+
+impl FusedParts {
+    /// BM25 score and 1-based rank, if the chunk is among the lexical candidates.
+    pub fn bm25(&self) -> Option<(f32, usize)> {
+        self.list(0)
+    }
+
+    /// Cosine and 1-based rank in the first dense list, if among its candidates.
+    pub fn dense(&self) -> Option<(f32, usize)> {
+        self.list(1)
+    }
+
+    fn list(&self, i: usize) -> Option<(f32, usize)> {
+        self.lists.get(i).copied().flatten().map(|l| (l.score, l.rank))
+    }
 }
 
 impl Fusion {
@@ -149,11 +161,6 @@ impl Fusion {
                 let part = ListPart { score: h.score, rank: i + 1, contribution };
                 entry.1.lists[which] = Some(part);
                 entry.1.fused += contribution;
-                match which {
-                    0 => entry.1.bm25 = Some((h.score, i + 1)),
-                    1 => entry.1.dense = Some((h.score, i + 1)),
-                    _ => {}
-                }
             }
         }
         let hits = parts
@@ -233,8 +240,8 @@ mod tests {
         let best = top_k(fused, 3);
         assert_eq!(best[0].chunk, ChunkId(2), "in both lists");
         assert!((best[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-7);
-        assert_eq!(parts[&ChunkId(2)].bm25, Some((5.0, 2)));
-        assert_eq!(parts[&ChunkId(3)].bm25, None);
+        assert_eq!(parts[&ChunkId(2)].bm25(), Some((5.0, 2)));
+        assert_eq!(parts[&ChunkId(3)].bm25(), None);
     }
 
     #[test]
