@@ -11,7 +11,15 @@ use std::path::PathBuf;
 
 pub(crate) const MODEL_HELP: &str = "Embedding model: a name (all-MiniLM-L6-v2, potion-base-8M; installed with `ckeep model pull`, or found in the Hugging Face cache), a model directory (sentence-transformers or Model2Vec), or an OpenAI-compatible server as URL#MODEL (e.g. http://localhost:11434/v1#nomic-embed-text; key from CKEEP_API_KEY or OPENAI_API_KEY). A name or directory followed by @int8 runs the encoder's matrix products in int8 (see --precision)";
 
+/// `MODEL_HELP` after what a command does with the model (its doc comment is the short help,
+/// which `--help` would otherwise replace).
+pub(crate) fn model_long_help(what: &str) -> String {
+    format!("{what}\n\n{MODEL_HELP}")
+}
+
 pub(crate) const PRECISION_HELP: &str = "Arithmetic of the encoder's matrix products: f32, or int8 (weights a quarter of the size, vectors within a cosine of 0.995 of f32; faster where the CPU has AVX-512 VNNI; transformer models only). The same as MODEL@int8; a store records it with its model";
+
+const PAIR_MODELS: &str = "Embedding model. Given again (`--model A --model B`), each further model's whole-text, chunk-pair and best-pair cosines become features of a learned pair score (`pairs --learn`, `--pair-model`); the first model's scores are the ones reported";
 
 /// How pair similarity cuts and scores texts.
 #[derive(Debug, Args)]
@@ -23,8 +31,9 @@ pub struct PairScoring {
     /// Number of most similar chunk pairs averaged.
     #[arg(long, value_name = "K", default_value_t = ckeep_engine::DEFAULT_TOP_K, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub top_k: usize,
-    #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2", help = MODEL_HELP)]
-    pub model: String,
+    #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2",
+          help = PAIR_MODELS, long_help = model_long_help(PAIR_MODELS))]
+    pub model: Vec<String>,
     #[arg(long, value_name = "PRECISION", default_value = "f32", help = PRECISION_HELP)]
     pub precision: ckeep_embed::Precision,
 }

@@ -288,7 +288,13 @@ impl<S: StoreRead> Engine<S> {
         let chunker = model.chunker.parse().map_err(|e: ckeep_text::Error| {
             Error::Invalid(format!("the pair model's chunker: {e}"))
         })?;
-        let scorer = PairScorer::new(embedder, chunker, model.top_k)?;
+        let further = model
+            .further_models
+            .iter()
+            .map(|m| self.pair_embedder(m))
+            .collect::<Result<Vec<_>>>()?;
+        let scorer =
+            PairScorer::new(embedder, chunker, model.top_k)?.with_further_models(further)?;
         model.check(&scorer)?;
         let (m, found) = self.scored_pairs(opts)?;
         let mut keys: Vec<DocKey> = found.iter().flat_map(|f| [f.a, f.b]).collect();

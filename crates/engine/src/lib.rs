@@ -75,7 +75,7 @@ pub use models::{ModelSet, load_model, stored_model};
 pub use overrides::{FilterSyntax, StrategyChoices, StrategyFields, StrategyOverrides};
 pub use pair_model::{
     FEATURES as PAIR_FEATURES, Features as PairFeatures, PairModel, best_threshold,
-    features as pair_features,
+    feature_names as pair_feature_names, features as pair_features,
 };
 pub use pool::{Lease, ReaderPool};
 pub use report::{AddReport, Skipped, StoreSummary};
@@ -86,7 +86,8 @@ pub use search::{
     Searcher,
 };
 pub use similar::{
-    ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, PairScore, PairScorer,
+    ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, MAX_FURTHER_PAIR_MODELS,
+    ModelPairScore, PairScore, PairScorer, TextVectors,
 };
 pub use strategy::{Level, MAX_K, Mode, Strategy};
 pub use summarize::{LoadedSummarizer, Summarizer};

@@ -177,6 +177,16 @@ impl MoreModels {
 }
 
 impl<S: StoreRead> Engine<S> {
+    /// The model `spec` for scoring pairs beside the store's own (a learned pair model's
+    /// further models): the store's further model of that name if it has one, else loaded by
+    /// name, behind the embedding cache as the engine's further models are.
+    pub(crate) fn pair_embedder(&self, spec: &str) -> Result<Arc<dyn Embedder>> {
+        match further_model(&self.store.manifest()?, spec) {
+            Some(record) => self.more_models.get(record),
+            None => Ok(crate::load_model(spec, self.more_models.cache)?),
+        }
+    }
+
     /// The query's normalised embedding by each of `models`.
     pub(crate) fn query_vectors(
         &self,

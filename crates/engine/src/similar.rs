@@ -7,6 +7,10 @@
 //! Texts are embedded in batches (all windows and whole texts of a batch in one model call,
 //! repeated texts once), and a pair's cosines are one block of dot products over unit vectors;
 //! the top k are selected without sorting the block.
+//!
+//! A scorer may hold further models: the same windows are embedded by each, and each model's
+//! scores are kept beside the first's, as features of a learned pair score (two encoders trained
+//! on different data disagree in useful places).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,6 +29,9 @@ pub const DEFAULT_TOP_K: usize = 3;
 /// Default duplicate threshold (the chunk-pair experiment's).
 pub const DEFAULT_THRESHOLD: f64 = 0.7;
 
+/// Further models a scorer may hold (each one embeds every window again).
+pub const MAX_FURTHER_PAIR_MODELS: usize = 3;
+
 /// One text, cut into chunks and embedded.
 #[derive(Debug, Clone)]
 pub struct EmbeddedText {
@@ -33,6 +40,17 @@ pub struct EmbeddedText {
     /// Unit-length chunk vectors, row-major (`spans.len() × dim`).
     pub vectors: Vec<f32>,
     /// Unit-length vector of the whole text, as the model sees it (cut at its input limit).
+    pub whole: Vec<f32>,
+    /// The same chunks and whole text by each further model of the scorer, in its order.
+    pub more: Vec<TextVectors>,
+}
+
+/// One model's vectors of a text's chunks and of the whole text.
+#[derive(Debug, Clone)]
+pub struct TextVectors {
+    /// Unit-length chunk vectors, row-major.
+    pub vectors: Vec<f32>,
+    /// Unit-length vector of the whole text.
     pub whole: Vec<f32>,
 }
 
@@ -56,12 +74,29 @@ pub struct PairScore {
     pub whole: f32,
     /// The chunk pairs behind `chunk_pair`, most similar first.
     pub top: Vec<ChunkPair>,
+    /// The same scores by each further model of the scorer, in its order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more: Vec<ModelPairScore>,
+}
+
+/// A further model's scores of a pair.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelPairScore {
+    /// The model's name.
+    pub model: String,
+    /// Mean cosine of its top-k chunk pairs.
+    pub chunk_pair: f32,
+    /// Cosine of the two whole texts.
+    pub whole: f32,
+    /// Cosine of its most similar chunk pair (the whole-text cosine if a text has no chunks).
+    pub top_cosine: f32,
 }
 
 /// Chunks, embeds and scores texts.
 #[derive(Debug, Clone)]
 pub struct PairScorer {
     embedder: Arc<dyn Embedder>,
+    more: Vec<Arc<dyn Embedder>>,
     chunker: ChunkerSpec,
     top_k: usize,
 }
@@ -78,12 +113,38 @@ impl PairScorer {
         if top_k == 0 {
             return Err(Error::Invalid("top-k must be at least 1".into()));
         }
-        Ok(Self { embedder, chunker, top_k })
+        Ok(Self { embedder, more: Vec::new(), chunker, top_k })
+    }
+
+    /// This scorer with further models, whose scores are kept beside the first model's. Each
+    /// must be another model than the rest.
+    pub fn with_further_models(mut self, more: Vec<Arc<dyn Embedder>>) -> Result<Self> {
+        if more.len() > MAX_FURTHER_PAIR_MODELS {
+            return Err(Error::Invalid(format!(
+                "a pair scorer holds at most {} models",
+                MAX_FURTHER_PAIR_MODELS + 1
+            )));
+        }
+        let mut names = vec![self.embedder.info().name.clone()];
+        for m in &more {
+            let name = &m.info().name;
+            if names.contains(name) {
+                return Err(Error::Invalid(format!("the model {name} is named twice")));
+            }
+            names.push(name.clone());
+        }
+        self.more = more;
+        Ok(self)
     }
 
     /// The embedding model.
     pub fn embedder(&self) -> &Arc<dyn Embedder> {
         &self.embedder
+    }
+
+    /// Every model's name, the first model's first.
+    pub fn model_names(&self) -> Vec<String> {
+        std::iter::once(&self.embedder).chain(&self.more).map(|m| m.info().name.clone()).collect()
     }
 
     /// How texts are cut.
@@ -120,18 +181,33 @@ impl PairScorer {
                 (chunks, (!text.trim().is_empty()).then(|| index(text.trim())))
             })
             .collect();
-        let (mut vectors, _) = self.embedder.embed(&inputs, InputKind::Pair)?;
-        for v in &mut vectors {
-            ckeep_embed::normalize(v);
-        }
-        let dim = self.embedder.info().dim;
+        let embed = |model: &Arc<dyn Embedder>| -> Result<(Vec<Vec<f32>>, usize)> {
+            let (mut vectors, _) = model.embed(&inputs, InputKind::Pair)?;
+            for v in &mut vectors {
+                ckeep_embed::normalize(v);
+            }
+            Ok((vectors, model.info().dim))
+        };
+        let per_model = std::iter::once(&self.embedder)
+            .chain(&self.more)
+            .map(embed)
+            .collect::<Result<Vec<_>>>()?;
         Ok(wanted
             .into_iter()
             .zip(spans)
-            .map(|((chunks, whole), spans)| EmbeddedText {
-                spans,
-                vectors: chunks.iter().flat_map(|&i| vectors[i].iter().copied()).collect(),
-                whole: whole.map_or_else(|| vec![0.0; dim], |i| vectors[i].clone()),
+            .map(|((chunks, whole), spans)| {
+                let mut by_model = per_model.iter().map(|(vectors, dim)| TextVectors {
+                    vectors: chunks.iter().flat_map(|&i| vectors[i].iter().copied()).collect(),
+                    whole: whole.map_or_else(|| vec![0.0; *dim], |i| vectors[i].clone()),
+                });
+                let first =
+                    by_model.next().unwrap_or(TextVectors { vectors: vec![], whole: vec![] });
+                EmbeddedText {
+                    spans,
+                    vectors: first.vectors,
+                    whole: first.whole,
+                    more: by_model.collect(),
+                }
             })
             .collect())
     }
@@ -161,7 +237,7 @@ impl PairScorer {
                 })
             })
             .collect();
-        Ok(serde_json::json!({
+        let mut report = serde_json::json!({
             "chunk_pair": score.chunk_pair,
             "whole": score.whole,
             "threshold": threshold,
@@ -172,36 +248,84 @@ impl PairScorer {
             "top_k": self.top_k,
             "chunks": [ea.spans.len(), eb.spans.len()],
             "top": if explain { serde_json::Value::from(top) } else { serde_json::Value::Null },
-        }))
+        });
+        if !score.more.is_empty() {
+            report["further_models"] = score
+                .more
+                .iter()
+                .map(|m| {
+                    serde_json::json!({
+                        "model": m.model, "chunk_pair": m.chunk_pair, "whole": m.whole,
+                        "top_cosine": m.top_cosine,
+                    })
+                })
+                .collect();
+        }
+        Ok(report)
     }
 
-    /// Scores a pair of embedded texts.
+    /// Scores a pair of embedded texts (by every model the scorer holds).
     pub fn score(&self, a: &EmbeddedText, b: &EmbeddedText) -> PairScore {
-        let dim = a.whole.len();
-        let whole = ckeep_index::dot(&a.whole, &b.whole);
-        let nb = b.spans.len();
-        let mut cosines = Vec::with_capacity(a.spans.len() * nb);
-        for row in a.vectors.chunks_exact(dim.max(1)) {
-            dot_rows(&b.vectors, dim, row, &mut cosines);
-        }
-        let mut pairs: Vec<ChunkPair> = cosines
-            .into_iter()
-            .enumerate()
-            .map(|(i, cosine)| ChunkPair { a: i / nb.max(1), b: i % nb.max(1), cosine })
+        let (na, nb) = (a.spans.len(), b.spans.len());
+        let top = top_pairs(&a.vectors, &b.vectors, a.whole.len(), (na, nb), self.top_k);
+        let more = self
+            .more
+            .iter()
+            .zip(a.more.iter().zip(&b.more))
+            .map(|(model, (va, vb))| {
+                let whole = ckeep_index::dot(&va.whole, &vb.whole);
+                let top = top_pairs(&va.vectors, &vb.vectors, va.whole.len(), (na, nb), self.top_k);
+                ModelPairScore {
+                    model: model.info().name.clone(),
+                    chunk_pair: mean_cosine(&top),
+                    whole,
+                    top_cosine: top.first().map_or(whole, |p| p.cosine),
+                }
+            })
             .collect();
-        let order = |x: &ChunkPair, y: &ChunkPair| {
-            y.cosine.total_cmp(&x.cosine).then(x.a.cmp(&y.a)).then(x.b.cmp(&y.b))
-        };
-        if pairs.len() > self.top_k {
-            pairs.select_nth_unstable_by(self.top_k - 1, order);
-            pairs.truncate(self.top_k);
+        PairScore {
+            chunk_pair: mean_cosine(&top),
+            whole: ckeep_index::dot(&a.whole, &b.whole),
+            top,
+            more,
         }
-        pairs.sort_unstable_by(order);
-        let chunk_pair = if pairs.is_empty() {
-            0.0
-        } else {
-            pairs.iter().map(|p| p.cosine).sum::<f32>() / pairs.len() as f32
-        };
-        PairScore { chunk_pair, whole, top: pairs }
     }
+}
+
+/// Mean cosine of chunk pairs (0 for none).
+fn mean_cosine(pairs: &[ChunkPair]) -> f32 {
+    if pairs.is_empty() {
+        0.0
+    } else {
+        pairs.iter().map(|p| p.cosine).sum::<f32>() / pairs.len() as f32
+    }
+}
+
+/// The `top_k` most similar of the `na × nb` chunk pairs of two texts' unit chunk vectors,
+/// most similar first.
+fn top_pairs(
+    a: &[f32],
+    b: &[f32],
+    dim: usize,
+    (na, nb): (usize, usize),
+    top_k: usize,
+) -> Vec<ChunkPair> {
+    let mut cosines = Vec::with_capacity(na * nb);
+    for row in a.chunks_exact(dim.max(1)) {
+        dot_rows(b, dim, row, &mut cosines);
+    }
+    let mut pairs: Vec<ChunkPair> = cosines
+        .into_iter()
+        .enumerate()
+        .map(|(i, cosine)| ChunkPair { a: i / nb.max(1), b: i % nb.max(1), cosine })
+        .collect();
+    let order = |x: &ChunkPair, y: &ChunkPair| {
+        y.cosine.total_cmp(&x.cosine).then(x.a.cmp(&y.a)).then(x.b.cmp(&y.b))
+    };
+    if pairs.len() > top_k {
+        pairs.select_nth_unstable_by(top_k - 1, order);
+        pairs.truncate(top_k);
+    }
+    pairs.sort_unstable_by(order);
+    pairs
 }

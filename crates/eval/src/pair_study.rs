@@ -66,7 +66,7 @@ pub struct PairStudy {
     pub duplicates: usize,
     /// Pairs the calibrated thresholds were chosen on.
     pub calibration_pairs: usize,
-    /// The embedding model.
+    /// The embedding model (`A+B` when further models add features to a learned score).
     pub model: String,
     /// The chunker of the chunk-pair score.
     pub chunker: String,
@@ -233,7 +233,7 @@ pub fn study(
         pairs: report.len(),
         duplicates: rep.labels.iter().filter(|l| **l).count(),
         calibration_pairs: calibration.len(),
-        model: scorer.embedder().info().name.clone(),
+        model: scorer.model_names().join("+"),
         chunker: scorer.chunker().to_string(),
         top_k: scorer.top_k(),
         results,
@@ -298,7 +298,7 @@ fn learned(
     let (mut probs, mut shifted) = (vec![0.0f32; n], vec![0.0f32; n]);
     for f in 0..folds {
         let train: Vec<usize> = (0..n).filter(|&i| fold_of[i] != f).collect();
-        let x: Vec<PairFeatures> = train.iter().map(|&i| report.features[i]).collect();
+        let x: Vec<PairFeatures> = train.iter().map(|&i| report.features[i].clone()).collect();
         let y: Vec<bool> = train.iter().map(|&i| report.labels[i]).collect();
         let model = PairModel::fit(&x, &y, scorer)?;
         for i in (0..n).filter(|&i| fold_of[i] == f) {

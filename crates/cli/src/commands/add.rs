@@ -10,7 +10,7 @@ use ckeep_text::load::Checked;
 
 use super::ingest::{check_inputs, open_with_model, skipped, stage_progress, warn_unspaced};
 use crate::flags::{
-    ANALYZER_HELP, LoadFlags, MODEL_HELP, PRECISION_HELP, QUANTIZE_HELP, chunker_help,
+    ANALYZER_HELP, LoadFlags, PRECISION_HELP, QUANTIZE_HELP, chunker_help, model_long_help,
     parse_analyzer, parse_chunker, parse_fields, parse_quantize, parse_repr, parse_size_unit,
     parse_summarizer, repr_help, summarizer_help,
 };
@@ -18,6 +18,8 @@ use crate::output::{Output, human_bytes, outln};
 use ckeep_text::ChunkerSpec;
 use clap::Args;
 use std::path::PathBuf;
+
+const ADD_MODELS: &str = "Embed every chunk with this model (default: the store's model, if it has one); recorded in the store, which then only accepts the same model. Given again (`--model A --model B`), the further models' vectors are kept beside the first's, for strategies that fuse them (`models=A+B,mode=hybrid`); without inputs, adds them to an existing store";
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
@@ -55,11 +57,7 @@ pub struct AddArgs {
     pub size_unit: Option<ckeep_text::chunk::SizeUnit>,
     #[command(flatten)]
     pub load: LoadFlags,
-    /// Embed every chunk with this model (default: the store's model, if it has one); recorded
-    /// in the store, which then only accepts the same model. Given again (`--model A --model
-    /// B`), the further models' vectors are kept beside the first's, for strategies that fuse
-    /// them (`models=A+B,mode=hybrid`); without inputs, adds them to an existing store.
-    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    #[arg(long, value_name = "MODEL", help = ADD_MODELS, long_help = model_long_help(ADD_MODELS))]
     pub model: Vec<String>,
     #[arg(long, value_name = "PRECISION", default_value = "f32", requires = "model", help = PRECISION_HELP)]
     pub precision: ckeep_embed::Precision,

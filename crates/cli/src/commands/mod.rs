@@ -52,8 +52,15 @@ pub fn seconds(name: &str, s: f64) -> anyhow::Result<Duration> {
     })
 }
 
-/// A scorer for `scoring`'s model, chunker and k.
+/// A scorer for `scoring`'s models, chunker and k.
 pub fn scorer(scoring: &PairScoring, no_cache: bool) -> anyhow::Result<PairScorer> {
-    let model = load_model(&scoring.precision.apply(&scoring.model), no_cache)?;
-    Ok(PairScorer::new(model, scoring.chunker.clone(), scoring.top_k)?)
+    let mut models = scoring
+        .model
+        .iter()
+        .map(|m| load_model(&scoring.precision.apply(m), no_cache))
+        .collect::<anyhow::Result<Vec<_>>>()?
+        .into_iter();
+    let first = models.next().ok_or_else(|| UsageError("--model names no model".into()))?;
+    Ok(PairScorer::new(first, scoring.chunker.clone(), scoring.top_k)?
+        .with_further_models(models.collect())?)
 }

@@ -42,17 +42,25 @@ fn load(
     Ok(file.pairs)
 }
 
+/// Every pair's id, label, both scores and the features a learned score reads (named as the
+/// saved model names them), as TSV.
 fn write_scores(
     path: &std::path::Path,
     report: &[LabelledPair],
     scores: &PairScores,
+    features: &[String],
 ) -> anyhow::Result<()> {
     let mut f = std::io::BufWriter::new(
         std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
     );
-    writeln!(f, "id\tlabel\twhole\tchunk_pair")?;
-    for (p, (w, c)) in report.iter().zip(scores.whole.iter().zip(&scores.chunk)) {
-        writeln!(f, "{}\t{}\t{w:.6}\t{c:.6}", p.id, u8::from(p.label))?;
+    writeln!(f, "id\tlabel\twhole\tchunk_pair\t{}", features.join("\t"))?;
+    for (i, p) in report.iter().enumerate() {
+        let (w, c) = (scores.whole[i], scores.chunk[i]);
+        write!(f, "{}\t{}\t{w:.6}\t{c:.6}", p.id, u8::from(p.label))?;
+        for x in &scores.features[i] {
+            write!(f, "\t{x:.6}")?;
+        }
+        writeln!(f)?;
     }
     f.flush()?;
     Ok(())
@@ -96,11 +104,12 @@ pub struct PairsArgs {
     /// Seed of --sample and --calibrate-split.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Write every reported pair's scores and verdicts here (TSV).
+    /// Write every reported pair's id, label, scores and learned-score features here (TSV).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Also learn a pair score: logistic regression over whole-text cosine, chunk-pair score,
-    /// best chunk pair, length ratio and lexical overlap. Fitted on the calibration pairs, or,
+    /// Also learn a pair score: logistic regression over whole-text cosine, chunk-pair score and
+    /// best chunk pair (of every --model), and the texts' words (length ratio, overlap,
+    /// containment, lengths, words one side lacks). Fitted on the calibration pairs, or,
     /// without any, cross-validated over FILE's pairs (--folds); never judged on pairs it was
     /// fitted on.
     #[arg(long)]
@@ -143,7 +152,8 @@ pub fn run(args: &PairsArgs, no_cache: bool, out: &Output) -> anyhow::Result<Exi
     }
     result.file = Some(args.file.display().to_string());
     if let Some(path) = &args.out {
-        write_scores(path, &report, &result.scores)?;
+        let features = ckeep_engine::pair_feature_names(&scorer.model_names()[1..]);
+        write_scores(path, &report, &result.scores, &features)?;
     }
     if out.json {
         out.print_json(&result)?;

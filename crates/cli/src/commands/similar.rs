@@ -103,6 +103,14 @@ pub fn run(args: &SimilarArgs, no_cache: bool, out: &Output) -> anyhow::Result<E
         args.scoring.chunker
     );
     outln!("whole-text cosine {:.4}", score.whole);
+    for m in &score.more {
+        outln!(
+            "  by {:<15} whole-text cosine {:.4}, chunk-pair score {:.4}",
+            m.model,
+            m.whole,
+            m.chunk_pair
+        );
+    }
     outln!(
         "verdict           {} (threshold {:.2}; by whole-text cosine: {})",
         if duplicate { "duplicate" } else { "different" },

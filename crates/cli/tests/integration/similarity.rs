@@ -208,6 +208,15 @@ fn dedup_clusters_edited_copies_and_nothing_else() {
     assert!(err.contains("no vectors"), "{err}");
 }
 
+/// QQP dev as read, and 600 of its pairs (from the second line on) written to `dir/pairs.tsv`.
+fn qqp_sample(dir: &std::path::Path) -> (Vec<u8>, std::path::PathBuf) {
+    let raw = std::fs::read(data_dir().join("qqp/dev.tsv")).unwrap();
+    let lines: Vec<&[u8]> = raw.split(|b| *b == b'\n').skip(1).take(600).collect();
+    let file = dir.join("pairs.tsv");
+    std::fs::write(&file, lines.join(&b'\n')).unwrap();
+    (raw, file)
+}
+
 /// `pairs --learn` on real QQP pairs: fitted on a calibration half and judged on the other, or
 /// cross-validated over all of them; the saved model gives `similar --pair-model` the same
 /// probability for a pair as its features imply, and refuses features made another way.
@@ -216,10 +225,7 @@ fn dedup_clusters_edited_copies_and_nothing_else() {
 fn pairs_learn_a_score_judged_on_pairs_it_did_not_see() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");
-    let raw = std::fs::read(data_dir().join("qqp/dev.tsv")).unwrap();
-    let lines: Vec<&[u8]> = raw.split(|b| *b == b'\n').skip(1).take(600).collect();
-    let file = dir.path().join("pairs.tsv");
-    std::fs::write(&file, lines.join(&b'\n')).unwrap();
+    let (raw, file) = qqp_sample(dir.path());
     let pairs_file = file.to_str().unwrap();
     let saved = dir.path().join("model.json");
     let calibrated = json(&store, &["pairs", pairs_file, "--calibrate-split", "0.5", "--learn"]);
@@ -256,16 +262,73 @@ fn pairs_learn_a_score_judged_on_pairs_it_did_not_see() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("fitted on all-MiniLM-L6-v2"), "{err}");
-    dedup_by_the_learned_model(&dir.path().join("questions"), &raw, model_path, threshold);
+    let questions = dir.path().join("questions");
+    dedup_by_the_learned_model(&questions, &raw, model_path, threshold, &[]);
     std::fs::write(&saved, "{\"kind\": \"something else\"}").unwrap();
     let (code, err) = fails(&store, &["similar", first, second, "--pair-model", model_path]);
     assert_eq!(code, 2, "{err}");
 }
 
+/// `pairs --learn` with a further model: its cosines are features of the saved model, which
+/// `similar` applies only when given the same models, and `dedup` over a store of the first
+/// model alone loads the further one by name, scoring pairs as `similar` does.
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn pairs_learn_from_two_models_and_dedup_applies_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let (raw, file) = qqp_sample(dir.path());
+    let (saved, scores) = (dir.path().join("model.json"), dir.path().join("scores.tsv"));
+    let models = ["--model", "all-MiniLM-L6-v2", "--model", "potion-base-8M"];
+    let mut args = vec!["pairs", file.to_str().unwrap(), "--learn"];
+    args.extend(["--save-model", saved.to_str().unwrap(), "--out", scores.to_str().unwrap()]);
+    args.extend(models);
+    let out = json(&store, &args);
+    assert_eq!(out["model"], "all-MiniLM-L6-v2+potion-base-8M");
+    let learned = out["results"].as_array().unwrap().last().unwrap();
+    assert!(learned["roc_auc"].as_f64().unwrap() > 0.7, "real signal: {learned}");
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(model["further_models"], serde_json::json!(["potion-base-8M"]));
+    let features: Vec<&str> =
+        model["features"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert!(features.contains(&"whole_cosine:potion-base-8M"), "{features:?}");
+    assert!(features.contains(&"whole_cosine*whole_cosine:potion-base-8M"), "{features:?}");
+    // --out has one column per feature, named as the model names them.
+    let table = std::fs::read_to_string(&scores).unwrap();
+    let header: Vec<&str> = table.lines().next().unwrap().split('\t').collect();
+    assert_eq!(header[4..], features[..]);
+    assert_eq!(table.lines().count(), 601);
+
+    let (first, second) =
+        ("How do I learn Python quickly?", "What is the fastest way to learn Python?");
+    let model_path = saved.to_str().unwrap();
+    let (code, err) = fails(&store, &["similar", first, second, "--pair-model", model_path]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--model all-MiniLM-L6-v2 --model potion-base-8M"), "{err}");
+    let mut args = vec!["similar", first, second, "--pair-model", model_path];
+    args.extend(models);
+    let one = json(&store, &args);
+    assert_eq!(one["further_models"][0]["model"], "potion-base-8M");
+    let probability = one["learned"]["probability"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&probability), "{one}");
+    let questions = dir.path().join("questions");
+    let threshold = model["threshold"].as_f64().unwrap();
+    let reported = dedup_by_the_learned_model(&questions, &raw, model_path, threshold, &models);
+    assert!(reported > 0);
+}
+
 /// `dedup --pair-model` over a store of QQP questions the model was not fitted on: every pair
 /// it reports reaches the model's threshold with the probability `similar --pair-model` gives
-/// the same two texts; a chunk-level run is refused.
-fn dedup_by_the_learned_model(store: &std::path::Path, qqp: &[u8], model: &str, threshold: f64) {
+/// the same two texts (given `models` for its features); a chunk-level run is refused. Returns
+/// the pairs reported.
+fn dedup_by_the_learned_model(
+    store: &std::path::Path,
+    qqp: &[u8],
+    model: &str,
+    threshold: f64,
+    models: &[&str],
+) -> usize {
     let text = String::from_utf8_lossy(qqp);
     let mut docs = String::new();
     for (n, line) in text.lines().skip(601).take(300).enumerate() {
@@ -297,11 +360,14 @@ fn dedup_by_the_learned_model(store: &std::path::Path, qqp: &[u8], model: &str, 
             json(store, &["show", id.as_str().unwrap()])["text"].as_str().unwrap().to_string()
         };
         let (a, b) = (read(&p["a"]), read(&p["b"]));
-        let one = json(store, &["similar", &a, &b, "--pair-model", model]);
+        let mut args = vec!["similar", &a, &b, "--pair-model", model];
+        args.extend(models);
+        let one = json(store, &args);
         let probability = one["learned"]["probability"].as_f64().unwrap();
         assert!((probability - score).abs() < 1e-4, "{p} vs {one}");
     }
     let (code, err) = fails(store, &["dedup", "--pair-model", model, "--level", "chunk"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("document pairs"), "{err}");
+    pairs.len()
 }
