@@ -137,6 +137,9 @@ pub struct ServerConfig {
     /// How long after a write dense search may still use the vectors loaded before it (BM25
     /// and reads by id see every committed write at once).
     pub refresh_interval: Duration,
+    /// Whether the store's further models (loaded on a strategy's first use of them) embed
+    /// through the embedding cache, as the CLI's do unless `--no-cache`.
+    pub model_cache: bool,
 }
 
 impl Default for ServerConfig {
@@ -148,6 +151,7 @@ impl Default for ServerConfig {
             batch_queries: true,
             index_interval: Duration::from_secs(2),
             refresh_interval: Duration::from_secs(1),
+            model_cache: false,
         }
     }
 }
@@ -222,7 +226,8 @@ impl AppState {
         };
         let mut writer = Engine::new(ckeep_store::open_or_create(location)?)
             .with_background_index()
-            .with_refresh_interval(config.refresh_interval);
+            .with_refresh_interval(config.refresh_interval)
+            .with_model_cache(config.model_cache);
         if let Some(e) = &embedder {
             writer = writer.with_embedder(Arc::clone(e));
         }

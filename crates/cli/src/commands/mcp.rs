@@ -42,6 +42,7 @@ pub fn run(store: &str, args: &McpArgs, no_cache: bool, out: &Output) -> anyhow:
     let config = ServerConfig {
         limits: Limits { read_timeout: seconds("timeout", args.timeout)?, ..Limits::default() },
         readers: READERS,
+        model_cache: !no_cache,
         ..ServerConfig::default()
     };
     let state = AppState::open(store, embedder, config).map_err(|e| anyhow::anyhow!(e.message))?;

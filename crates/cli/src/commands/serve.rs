@@ -117,6 +117,7 @@ pub fn run(
         refresh_interval: Duration::try_from_secs_f64(args.refresh_interval).map_err(|_| {
             anyhow::Error::new(UsageError("--refresh-interval must be 0 or more seconds".into()))
         })?,
+        model_cache: !no_cache,
         ..ServerConfig::default()
     };
     if let Some(n) = args.readers {
