@@ -74,8 +74,9 @@ pub use lexical::{LexicalParams, Thousandths};
 pub use models::{ModelSet, load_model, stored_model};
 pub use overrides::{FilterSyntax, StrategyChoices, StrategyFields, StrategyOverrides};
 pub use pair_model::{
-    FEATURES as PAIR_FEATURES, Features as PairFeatures, PairModel, best_threshold,
-    feature_names as pair_feature_names, features as pair_features,
+    FEATURES as PAIR_FEATURES, FURTHER_MODEL_FEATURES as PAIR_FURTHER_MODEL_FEATURES,
+    Features as PairFeatures, PairModel, best_threshold, feature_names as pair_feature_names,
+    features as pair_features,
 };
 pub use pool::{Lease, ReaderPool};
 pub use report::{AddReport, Skipped, StoreSummary};

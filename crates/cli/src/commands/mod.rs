@@ -30,7 +30,6 @@ use ckeep_embed::Embedder;
 use ckeep_engine::{Engine, PairScorer};
 use ckeep_store::DynStore;
 
-#[cfg(any(feature = "server", feature = "watch"))]
 use crate::UsageError;
 use crate::flags::PairScoring;
 
