@@ -250,16 +250,8 @@ impl PairScorer {
             "top": if explain { serde_json::Value::from(top) } else { serde_json::Value::Null },
         });
         if !score.more.is_empty() {
-            report["further_models"] = score
-                .more
-                .iter()
-                .map(|m| {
-                    serde_json::json!({
-                        "model": m.model, "chunk_pair": m.chunk_pair, "whole": m.whole,
-                        "top_cosine": m.top_cosine,
-                    })
-                })
-                .collect();
+            // The shape `ModelPairScore` serialises to, as `PairScore` is serialised elsewhere.
+            report["further_models"] = serde_json::json!(score.more);
         }
         Ok(report)
     }
