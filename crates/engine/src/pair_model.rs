@@ -214,6 +214,14 @@ impl PairModel {
         {
             return Err(Error::Invalid(format!("{} is not a pair model", path.display())));
         }
+        // Each feature is divided by its scale: a zero or negative one (a hand edit) would turn
+        // every probability into NaN or invert the feature, silently.
+        if let Some(bad) = model.scale.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+            return Err(Error::Invalid(format!(
+                "{} is not a usable pair model: a feature's scale is {bad}, where it must be positive",
+                path.display()
+            )));
+        }
         if model.features != feature_names(&model.further_models) {
             return Err(Error::Invalid(format!(
                 "{} was fitted on other features ({} of them, where this ckeep computes {d}), by an older ckeep; fit it again with `ckeep pairs --learn --save-model`",
@@ -385,6 +393,27 @@ mod tests {
         assert!(err.contains("fit it again"), "{err}");
         std::fs::write(&path, "{\"kind\": \"other\"}").unwrap();
         assert!(PairModel::load(&path).is_err());
+    }
+
+    #[test]
+    fn a_model_with_a_scale_that_is_not_positive_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("edited.json");
+        let names = feature_names(&[]);
+        let d = names.len();
+        let mut model = serde_json::json!({
+            "kind": KIND, "features": names, "mean": vec![0.0; d],
+            "scale": vec![1.0; d], "weights": vec![1.0; d], "bias": 0.0, "threshold": 0.5, "model": "all-MiniLM-L6-v2",
+            "chunker": "words:dynamic", "top_k": 3, "trained_on": 10,
+        });
+        std::fs::write(&path, model.to_string()).unwrap();
+        assert!(PairModel::load(&path).is_ok());
+        for bad in [0.0, -1.0] {
+            model["scale"][2] = bad.into();
+            std::fs::write(&path, model.to_string()).unwrap();
+            let err = PairModel::load(&path).unwrap_err().to_string();
+            assert!(err.contains("must be positive"), "{err}");
+        }
     }
 
     #[test]
