@@ -3,11 +3,13 @@
 //! 100k-chunk collection (`SciFact`, `SQuAD`, `WikiText-2`, Wikipedia summaries) — a
 //! small-to-big index at four sizes — embedded with potion-base-8M (static, so a million
 //! embed in seconds). Queries, held out from the collection: the first 100 `SciFact` claims and
-//! 100 `SQuAD` questions.
+//! 100 `SQuAD` questions, which the figures we publish use; and a disjoint tuning set (claims
+//! and questions 500-599 of each), the only queries a default such as binary oversampling may
+//! be chosen on.
 //!
-//! Writes `BENCH_DIR/million.base.f32` and `million.queries.f32` (raw little-endian, 256
-//! dimensions, normalised) unless they exist; `BENCH_ROWS` caps the collection (default
-//! 1,000,000).
+//! Writes `BENCH_DIR/million.base.f32`, `million.queries.f32` and `million.tune.f32` (raw
+//! little-endian, 256 dimensions, normalised) unless they exist; `BENCH_ROWS` caps the
+//! collection (default 1,000,000).
 //!
 //! Run: `bench/million.sh` (needs `ckeep model pull potion-base-8M`).
 
@@ -24,6 +26,8 @@ use common::{corpus, data_dir, queries};
 
 const MODEL: &str = "potion-base-8M";
 const QUERIES_PER_SET: usize = 100;
+/// Where each source's tuning queries start: far from the reported first hundred.
+const TUNING_FROM: usize = 500;
 
 /// Windows of `size` words starting every `size / 2` words (one window for shorter texts).
 fn windows(words: &[&str], size: usize, out: &mut Vec<String>) {
@@ -68,7 +72,8 @@ fn main() {
     let dir = Path::new(&dir);
     std::fs::create_dir_all(dir).expect("BENCH_DIR");
     let (base, held) = (dir.join("million.base.f32"), dir.join("million.queries.f32"));
-    if base.is_file() && held.is_file() {
+    let tune = dir.join("million.tune.f32");
+    if base.is_file() && held.is_file() && tune.is_file() {
         eprintln!("{} exists; delete it to embed again", base.display());
         return;
     }
@@ -97,9 +102,13 @@ fn main() {
             .collect();
     }
     let all_queries = queries(&data);
-    let scifact = all_queries.len() - 1000;
+    let squad = all_queries.len() - 1000;
     let mut held_out: Vec<String> = all_queries[..QUERIES_PER_SET].to_vec();
-    held_out.extend(all_queries[scifact..scifact + QUERIES_PER_SET].iter().cloned());
+    held_out.extend(all_queries[squad..squad + QUERIES_PER_SET].iter().cloned());
+    let mut tuning: Vec<String> = all_queries[TUNING_FROM..TUNING_FROM + QUERIES_PER_SET].to_vec();
+    tuning.extend(
+        all_queries[squad + TUNING_FROM..squad + TUNING_FROM + QUERIES_PER_SET].iter().cloned(),
+    );
     let model = ckeep_embed::load(MODEL).expect("ckeep model pull potion-base-8M");
     let started = Instant::now();
     let vectors = embed(model.as_ref(), &texts, InputKind::Document);
@@ -111,4 +120,5 @@ fn main() {
     );
     write_rows(&base, &vectors);
     write_rows(&held, &embed(model.as_ref(), &held_out, InputKind::Query));
+    write_rows(&tune, &embed(model.as_ref(), &tuning, InputKind::Query));
 }

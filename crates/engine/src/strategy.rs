@@ -187,7 +187,7 @@ quantize=int8|binary|none
                RAM), rescoring the best candidates exactly (default: as the store says,
                see `ckeep add --quantize`)
 oversample=N   a quantised representation's best N × k candidates are rescored with their
-               float32 vectors (default 2 for int8, 5 for binary)
+               float32 vectors (default 2 for int8, 15 for binary)
 rescore=false  rank by the quantised codes alone (faster, less exact)
 repr=R[+R…]    representation(s) searched (default: the store's, plain unless it was added with
                --fields title,text; see `ckeep add --help`); several
@@ -488,6 +488,17 @@ fn parse_models(value: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_help_states_the_oversampling_defaults_the_index_applies() {
+        use ckeep_index::Quantization::{Binary, Int8};
+        let said = format!(
+            "(default {} for int8, {} for binary)",
+            Int8.default_oversample(),
+            Binary.default_oversample()
+        );
+        assert!(Strategy::HELP.contains(&said), "the help should say {said}");
+    }
 
     #[test]
     fn parses_values_with_commas() {

@@ -1,7 +1,8 @@
 //! HNSW and quantised vectors against exact search on real vectors: the 10,033 Wikipedia
 //! vital-article summaries cut into 36,755 sentences and embedded with potion-base-8M (a real
 //! model, fast enough for a test), queried with 100 of the articles' descriptions. Tolerance:
-//! recall@10 ≥ 0.95 (HNSW, binary codes), ≥ 0.99 (int8 codes).
+//! recall@10 ≥ 0.95 (HNSW), ≥ 0.97 (binary codes, the bar their default oversampling was chosen
+//! for), ≥ 0.99 (int8 codes).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -80,7 +81,7 @@ fn quantised_vectors_keep_the_exact_ranking_in_a_fraction_of_the_memory() {
     let n = engine.store().vectors("plain").unwrap().len();
     let float_bytes = n * 256 * 4;
     for (kind, floor, memory_ratio) in
-        [(Quantization::Int8, 0.99, 3.0), (Quantization::Binary, 0.95, 5.0)]
+        [(Quantization::Int8, 0.99, 3.0), (Quantization::Binary, 0.97, 5.0)]
     {
         engine.set_quantization(None, kind).unwrap();
         let recall = recall(&engine, &queries, "exact=false");

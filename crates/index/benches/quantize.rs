@@ -6,6 +6,8 @@
 //! `bench/quantize.sh` writes them) for every name in `BENCH_SETS` (space-separated),
 //! `BENCH_DIM` dimensions (default 384), and writes the exact top-10 of each query to
 //! `NAME.truth.u32`, so `bench/quantize_faiss.py` runs FAISS against the same ground truth.
+//! Where a `NAME.tune.f32` of tuning queries exists, their recall is printed beside each
+//! oversampling: defaults are chosen on those, never on the queries the figures report.
 //!
 //! Run: `bench/quantize.sh` (it prepares the vectors).
 
@@ -56,11 +58,28 @@ fn qps(threads: usize, queries: &[f32], dim: usize, search: impl Fn(&[f32]) + Sy
     })
 }
 
+/// recall@10 of the rescored codes against `truth`, the exact top-10 of each query.
+fn recall(codes: &Codes, data: &[f32], queries: &[f32], truth: &[u32], oversample: usize) -> f64 {
+    let mut found = 0;
+    for (q, want) in queries.chunks_exact(codes.dim()).zip(truth.chunks_exact(K)) {
+        let got = rescored_top(codes, data, q, oversample);
+        found += want.iter().filter(|w| got.contains(w)).count();
+    }
+    found as f64 / truth.len() as f64
+}
+
 fn run(dir: &str, name: &str, dim: usize) {
     let data = read_f32(&format!("{dir}/{name}.base.f32"));
     let queries = read_f32(&format!("{dir}/{name}.queries.f32"));
     let truth: Vec<u32> =
         queries.chunks_exact(dim).flat_map(|q| exact_top(&data, dim, q)).collect();
+    let tune_path = format!("{dir}/{name}.tune.f32");
+    let tuning = std::path::Path::new(&tune_path).is_file().then(|| {
+        let queries = read_f32(&tune_path);
+        let truth: Vec<u32> =
+            queries.chunks_exact(dim).flat_map(|q| exact_top(&data, dim, q)).collect();
+        (queries, truth)
+    });
     let bytes: Vec<u8> = truth.iter().flat_map(|x| x.to_le_bytes()).collect();
     std::fs::write(format!("{dir}/{name}.truth.u32"), bytes).expect("write the truth");
     let n = data.len() / dim;
@@ -81,20 +100,21 @@ fn run(dir: &str, name: &str, dim: usize) {
             "  {kind}: encoded in {encode:.2} s, {per_vector:.0} bytes/vector ({:.1}x less)",
             (4 * dim) as f64 / per_vector
         );
-        for oversample in [1, 2, 3, 5, 10, 20] {
-            let mut found = 0;
-            for (q, want) in queries.chunks_exact(dim).zip(truth.chunks_exact(K)) {
-                let got = rescored_top(&codes, &data, q, oversample);
-                found += want.iter().filter(|w| got.contains(w)).count();
-            }
-            let recall = found as f64 / truth.len() as f64;
+        for oversample in [1, 2, 3, 5, 7, 10, 15, 20] {
+            let reported = recall(&codes, &data, &queries, &truth, oversample);
+            let tuned = tuning.as_ref().map_or(String::new(), |(queries, truth)| {
+                format!(
+                    " (tuning queries {:.4})",
+                    recall(&codes, &data, queries, truth, oversample)
+                )
+            });
             let one = qps(1, &queries, dim, |q| drop(rescored_top(&codes, &data, q, oversample)));
             let all = qps(threads, &queries, dim, |q| {
                 drop(rescored_top(&codes, &data, q, oversample));
             });
             let default = if oversample == kind.default_oversample() { " (default)" } else { "" };
             println!(
-                "    oversample {oversample:>2}{default}: recall@10 {recall:.4}; {one:.1} q/s 1 thread ({:.2}x float32), {all:.1} q/s {threads} ({:.2}x)",
+                "    oversample {oversample:>2}{default}: recall@10 {reported:.4}{tuned}; {one:.1} q/s 1 thread ({:.2}x float32), {all:.1} q/s {threads} ({:.2}x)",
                 one / exact1,
                 all / exact_all
             );
