@@ -282,3 +282,55 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
     eprintln!("recall@10 {restarted:.4} in a new process, on the saved graph");
     assert!(restarted >= 0.95, "recall@10 on the saved graph: {restarted}");
 }
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
+fn a_server_keeps_int8_codes_on_graphs_through_ten_thousand_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut setup, queries, model) = wiki_sentences(dir.path());
+    setup.set_quantization(None, Quantization::Int8).unwrap();
+    let mut writer = Engine::new(SqliteStore::open(dir.path()).unwrap())
+        .with_embedder(Arc::clone(&model))
+        .with_background_index();
+    let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
+    let before = recall(&reader, &queries, "exact=false");
+    let first_graph = codes_graph_bytes(&reader).expect("the codes walk the stored graph");
+
+    // Ten rounds of 140 documents removed and 140 added under new ids, as above; after each,
+    // the server's indexer pass: the rows written since wait in the scanned tail until there
+    // are enough to freeze into a segment with a graph of its own.
+    let ids = writer.store().document_ids().unwrap();
+    let mut changes = 0;
+    for round in 0..10 {
+        let gone: Vec<String> = ids[round * 140..(round + 1) * 140].to_vec();
+        let docs = copies_of(&writer, &gone);
+        changes += gone.iter().map(|id| writer.store().chunks_of(id).unwrap().len()).sum::<usize>();
+        let mut ingest = writer.ingest(&"sentences".parse().unwrap()).unwrap();
+        ingest.remove(gone.iter().cloned());
+        for d in docs {
+            ingest.add(d).unwrap();
+        }
+        changes += ingest.finish().unwrap().vectors as usize;
+        let probe = writer.store().document(&format!("copy-{}", gone[0])).unwrap().unwrap();
+        let first = probe.document.text.split(". ").next().unwrap().to_string();
+        let strategy = Strategy { mode: Mode::Dense, k: 10, ..Strategy::default() };
+        let req = SearchRequest { query: first, strategy, explain: false, filter: None };
+        let found: Vec<String> =
+            reader.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect();
+        assert!(found.contains(&probe.document.id), "round {round}: {found:?}");
+        assert!(found.iter().all(|d| !gone.contains(d)), "round {round}: {found:?}");
+        assert!(reader.build_vector_index().unwrap().is_empty(), "segments live in memory");
+    }
+    assert!(changes >= 9_000, "{changes} changes");
+    let graphs = codes_graph_bytes(&reader).unwrap();
+    assert!(
+        graphs > first_graph,
+        "the frozen rows got graphs: {graphs} bytes, {first_graph} before"
+    );
+    let after = recall(&reader, &queries, "exact=false");
+    eprintln!(
+        "int8 recall@10 {before:.4} before and {after:.4} after {changes} changes; graphs \
+         {first_graph} then {graphs} bytes"
+    );
+    assert!(after >= 0.99, "int8 recall@10 after the changes: {after}");
+}

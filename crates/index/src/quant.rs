@@ -192,6 +192,20 @@ impl Codes {
         out
     }
 
+    /// Appends the rows of `other`, codes of the same kind and dimension (`false`, and
+    /// nothing appended, if they are not): how rows read since join the ones loaded before.
+    pub fn append(&mut self, other: &Self) -> bool {
+        if other.is_empty() {
+            return true;
+        }
+        if (self.kind, self.dim) != (other.kind, other.dim) {
+            return false;
+        }
+        self.bytes.extend_from_slice(&other.bytes);
+        self.scales.extend_from_slice(&other.scales);
+        true
+    }
+
     /// Appends the code of `row` (`dim` values; a NaN counts as 0).
     pub fn push(&mut self, row: &[f32]) {
         debug_assert_eq!(row.len(), self.dim);
@@ -591,6 +605,15 @@ mod tests {
                 .collect();
             assert_eq!(odd, Codes::encode(kind, &kept, dim).unwrap(), "{kind}");
             assert_eq!(odd.len(), 4);
+            // Appending the even rows after the odd ones gives the codes of that order.
+            let mut joined = odd.clone();
+            assert!(joined.append(&all.retain_rows(|i| i % 2 == 0)));
+            let even = rows.chunks_exact(dim).step_by(2).flat_map(<[f32]>::to_vec);
+            let reordered: Vec<f32> = kept.iter().copied().chain(even).collect();
+            assert_eq!(joined, Codes::encode(kind, &reordered, dim).unwrap(), "{kind}");
+            let other = Codes::encode(kind, &rows[..dim / 2], dim / 2).unwrap();
+            assert!(!joined.append(&other), "{kind}: another dimension is refused");
+            assert_eq!(joined.len(), 9);
         }
     }
 

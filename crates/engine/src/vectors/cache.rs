@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ckeep_index::Hnsw;
 
-use super::codes::CodeMatrix;
+use super::codes::CodeIndex;
 use super::live::DenseIndex;
 use crate::Result;
 
@@ -70,7 +70,7 @@ pub(crate) struct Maps {
     /// and brought up to date from the store's change log after writes.
     dense: HashMap<String, Loaded<DenseIndex>>,
     /// The compact codes of each quantised representation, loaded on its first dense query.
-    codes: HashMap<String, Loaded<CodeMatrix>>,
+    codes: HashMap<String, Loaded<CodeIndex>>,
     /// The HNSW graph over those vectors' base (by the generation of the base), for large
     /// collections; `None` when the stored one is stale and the engine waits for the background
     /// index.
@@ -102,7 +102,7 @@ impl Cached for DenseIndex {
     }
 }
 
-impl Cached for CodeMatrix {
+impl Cached for CodeIndex {
     fn slot(maps: &Maps) -> &HashMap<String, Loaded<Self>> {
         &maps.codes
     }
@@ -225,8 +225,25 @@ impl VectorCache {
         true
     }
 
-    /// Each loaded code matrix and its graph (once read), by key, for memory reports.
-    pub fn each_codes(&self, mut f: impl FnMut(&str, &CodeMatrix)) {
+    /// Replaces the codes loaded under `key` by what `change` makes of them (given them and
+    /// the generation they were read at; `None`: leave them), holding the loading lock so no
+    /// reader applies the store's changes to them meanwhile. Their generation and age stay:
+    /// `change` reorganises the rows, it does not read the store's newer writes.
+    pub fn update_codes(
+        &self,
+        key: &str,
+        change: impl FnOnce(&CodeIndex, u64) -> Result<Option<CodeIndex>>,
+    ) -> Result<bool> {
+        let _loading = self.loading();
+        let Some(loaded) = self.read().codes.get(key).cloned() else { return Ok(false) };
+        let Some(changed) = change(&loaded.value, loaded.generation)? else { return Ok(false) };
+        let value = Arc::new(changed);
+        self.write().codes.insert(key.to_string(), Loaded { value, ..loaded });
+        Ok(true)
+    }
+
+    /// Each loaded code index, by key, for memory reports.
+    pub fn each_codes(&self, mut f: impl FnMut(&str, &CodeIndex)) {
         for (k, l) in &self.read().codes {
             f(k, &l.value);
         }

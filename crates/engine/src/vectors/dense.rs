@@ -151,16 +151,26 @@ impl<S: StoreRead> Engine<S> {
         name: &str,
         changed: &[ChunkId],
     ) -> Result<Option<DenseIndex>> {
-        let mut fresh = VectorMatrix { dim: index.dim(), ..VectorMatrix::default() };
-        self.store.each_vector(name, Some(changed), &mut |chunk, doc, v| {
-            fresh.dim = v.len();
-            fresh.ids.push(chunk);
-            fresh.docs.push(doc);
-            fresh.data.extend_from_slice(v);
-            let at = fresh.data.len() - v.len();
-            ckeep_embed::normalize(&mut fresh.data[at..]);
-        })?;
+        let mut fresh = self.vectors_of(name, changed)?;
+        if fresh.is_empty() {
+            fresh.dim = index.dim();
+        }
         Ok(index.with_changes(changed, &fresh))
+    }
+
+    /// The vectors of the chunks `ids` under stored representation `name`, normalised, in
+    /// chunk order (of no dimension when there are none).
+    pub(crate) fn vectors_of(&self, name: &str, ids: &[ChunkId]) -> Result<VectorMatrix> {
+        let mut m = VectorMatrix::default();
+        self.store.each_vector(name, Some(ids), &mut |chunk, doc, v| {
+            m.dim = v.len();
+            m.ids.push(chunk);
+            m.docs.push(doc);
+            m.data.extend_from_slice(v);
+            let at = m.data.len() - v.len();
+            ckeep_embed::normalize(&mut m.data[at..]);
+        })?;
+        Ok(m)
     }
 
     /// A representation's vectors read (or derived) from the store, normalised.

@@ -278,12 +278,13 @@ impl DenseIndex {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use ckeep_core::DocKey;
     use ckeep_index::HnswParams;
 
-    fn matrix(ids: &[i64], dim: usize, seed: u64) -> VectorMatrix {
+    /// Unit rows of `dim` for chunks `ids` (documents of the same number), from `seed`.
+    pub(crate) fn matrix(ids: &[i64], dim: usize, seed: u64) -> VectorMatrix {
         let mut state = seed;
         let mut data = Vec::with_capacity(ids.len() * dim);
         for _ in 0..ids.len() * dim {

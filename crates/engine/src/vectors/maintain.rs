@@ -80,9 +80,12 @@ impl<S: StoreRead> Engine<S> {
                 Quantization::None => {}
                 // Binary codes are scanned: their estimates are too coarse to walk a graph.
                 Quantization::Binary => continue,
-                // A server's int8 codes are scanned while writes come in: they are not
-                // updated in place, and a rebuild reads every float32 vector.
-                Quantization::Int8 if self.background_index => continue,
+                // A server's int8 codes follow its writes in segments, each with a graph of
+                // its own: only the rows written since are read and indexed.
+                Quantization::Int8 if self.background_index => {
+                    self.refresh_code_segments(name)?;
+                    continue;
+                }
                 Quantization::Int8 => {
                     builds.extend(self.build_codes_graph(&repr)?);
                     continue;

@@ -6,7 +6,8 @@
 //!   the refresh policy;
 //! - `dense`: loading float32 vectors and following the store's change log; the query's vector;
 //! - `live`: a representation's vectors while the store changes (base, tail, removed rows);
-//! - `codes`, `quantized`: int8 and binary codes, and searching them;
+//! - `codes`, `quantized`: int8 and binary codes in segments, and searching them;
+//! - `segments`: a server's indexer freezing and merging the segments of int8 codes;
 //! - `blob`: the stored graph's format (stamp, chunk ids, graph);
 //! - `maintain`: the writer's side, keeping each graph current and saving it.
 //!
@@ -19,6 +20,7 @@ mod dense;
 pub(crate) mod live;
 mod maintain;
 mod quantized;
+mod segments;
 
 use ckeep_core::ChunkHit;
 use ckeep_index::{Quantization, dot_all, top_k};

@@ -4,10 +4,10 @@
 //! `oversample × 100`) exactly with their float32 vectors read from the store — as Qdrant's
 //! quantisation does — unless the strategy says `rescore=false`. In a large collection int8
 //! codes walk the HNSW graph built over the float32 vectors instead of being scanned, when the
-//! store has a current one (`ckeep add` builds it; a server under writes scans).
+//! store has a current one (`ckeep add` builds it); under a server's writes they walk it and
+//! the graphs of the segments its indexer freezes ([`super::codes`]).
 
-use std::collections::HashSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_index::{Codes, Hnsw, Quantization, dot, top_k};
@@ -15,7 +15,7 @@ use ckeep_store::{StoreRead, StoreWrite};
 
 use super::blob::stamp_of;
 use super::cache::Loaded;
-use super::codes::CodeMatrix;
+use super::codes::{CodeIndex, CodeRows, CodeSegment};
 use super::{ANN_EF, ANN_MIN_VECTORS, MIN_CHANGES_READ_ALL, Rescoring, same_dimension};
 use crate::filtered::{AllowedDocs, DenseFilter, FilteredBy};
 use crate::manifest::ManifestExt;
@@ -30,7 +30,7 @@ const RESCORED_POOL: usize = 100;
 
 /// The cache key of stored representation `name` held as `kind` codes (`plain@int8`), also
 /// the name memory reports give it.
-fn codes_key(name: &str, kind: Quantization) -> String {
+pub(crate) fn codes_key(name: &str, kind: Quantization) -> String {
     format!("{name}@{kind}")
 }
 
@@ -38,72 +38,71 @@ impl<S: StoreRead> Engine<S> {
     /// The codes of stored representation `name`, normalised then quantised row by row as
     /// they stream from the store (the float32 matrix is never held whole). After writes, the
     /// codes loaded before are brought up to date from the store's change log when the changes
-    /// are few, as float32 vectors are ([`Engine::apply_changes`]).
-    fn codes(&self, name: &str, kind: Quantization) -> Result<(Arc<CodeMatrix>, u64, bool)> {
+    /// are few, as float32 vectors are ([`Engine::apply_changes`]); the rows written since
+    /// wait in the tail, and read all again once it passes a quarter of the rest, unless a
+    /// server's indexer freezes them into segments first ([`super::segments`]).
+    pub(crate) fn codes(
+        &self,
+        name: &str,
+        kind: Quantization,
+    ) -> Result<(Arc<CodeIndex>, u64, bool)> {
         let key = codes_key(name, kind);
-        self.load_cached(&key, |previous: Option<&Loaded<CodeMatrix>>, _| {
+        self.load_cached(&key, |previous: Option<&Loaded<CodeIndex>>, _| {
             if let Some(previous) = previous
                 && let Some(changed) = self.store.vector_changes(name, previous.generation)?
-                && changed.len() <= previous.value.ids.len() / 4 + MIN_CHANGES_READ_ALL
-                && let Some(m) = self.codes_with_changes(&previous.value, name, kind, &changed)?
+                && changed.len() <= previous.value.len() / 4 + MIN_CHANGES_READ_ALL
+                && let Some(index) =
+                    self.codes_with_changes(&previous.value, name, kind, &changed)?
+                && index.tail.len() <= (index.len() - index.tail.len()) / 4 + MIN_CHANGES_READ_ALL
             {
-                return Ok(m);
+                return Ok(index);
             }
-            // The dimension is known once the first vector arrives.
-            let empty = |dim| CodeMatrix {
-                ids: Vec::new(),
-                docs: Vec::new(),
-                codes: Codes::new(kind, dim).unwrap_or_default(),
-                graph: OnceLock::new(),
-            };
-            let mut m: Option<CodeMatrix> = None;
-            let mut row = Vec::new();
-            self.store.each_vector(name, None, &mut |chunk, doc, v| {
-                let m = m.get_or_insert_with(|| empty(v.len()));
-                row.clear();
-                row.extend_from_slice(v);
-                ckeep_embed::normalize(&mut row);
-                m.ids.push(chunk);
-                m.docs.push(doc);
-                m.codes.push(&row);
-            })?;
-            Ok(m.unwrap_or_else(|| empty(0)))
+            Ok(CodeIndex::whole(self.code_rows(name, kind, None)?))
         })
     }
 
-    /// `previous` without the rows of the `changed` chunks, plus the codes of those still
-    /// stored, read now. `None` (read everything) unless the result keeps the chunk order a
-    /// full read has — new chunks have larger ids than old ones, so it normally does — or if
-    /// the dimension changed.
-    fn codes_with_changes(
+    /// The codes of the vectors of stored representation `name` (only those of the chunks
+    /// `only`, when given), in chunk order.
+    fn code_rows(
         &self,
-        previous: &CodeMatrix,
         name: &str,
         kind: Quantization,
-        changed: &[ChunkId],
-    ) -> Result<Option<CodeMatrix>> {
-        let gone: HashSet<ChunkId> = changed.iter().copied().collect();
-        let live: Vec<bool> = previous.ids.iter().map(|id| !gone.contains(id)).collect();
-        let mut codes = (!previous.ids.is_empty()).then(|| previous.codes.retain_rows(|i| live[i]));
-        let kept = (0..live.len()).filter(|&i| live[i]);
-        let mut ids: Vec<ChunkId> = kept.clone().map(|i| previous.ids[i]).collect();
-        let mut docs: Vec<DocKey> = kept.map(|i| previous.docs[i]).collect();
-        let (mut in_order, mut row) = (true, Vec::new());
-        self.store.each_vector(name, Some(changed), &mut |chunk, doc, v| {
-            let codes = codes.get_or_insert_with(|| Codes::new(kind, v.len()).unwrap_or_default());
-            if codes.dim() != v.len() || ids.last().is_some_and(|&last| last >= chunk) {
-                in_order = false;
-                return;
+        only: Option<&[ChunkId]>,
+    ) -> Result<CodeRows> {
+        // The dimension is known once the first vector arrives.
+        let empty = |dim| CodeRows {
+            ids: Vec::new(),
+            docs: Vec::new(),
+            codes: Codes::new(kind, dim).unwrap_or_default(),
+        };
+        let mut m: Option<CodeRows> = None;
+        let mut row = Vec::new();
+        self.store.each_vector(name, only, &mut |chunk, doc, v| {
+            let m = m.get_or_insert_with(|| empty(v.len()));
+            if v.len() != m.codes.dim() {
+                return; // a store mid-way through a change of model: read whole next time
             }
             row.clear();
             row.extend_from_slice(v);
             ckeep_embed::normalize(&mut row);
-            codes.push(&row);
-            ids.push(chunk);
-            docs.push(doc);
+            m.ids.push(chunk);
+            m.docs.push(doc);
+            m.codes.push(&row);
         })?;
-        let Some(codes) = codes.filter(|_| in_order) else { return Ok(None) };
-        Ok(Some(CodeMatrix { ids, docs, codes, graph: OnceLock::new() }))
+        Ok(m.unwrap_or_else(|| empty(0)))
+    }
+
+    /// `previous` with the rows of the `changed` chunks tombstoned or dropped, plus the codes
+    /// of those still stored, read now. `None` (read everything) if the dimension changed.
+    fn codes_with_changes(
+        &self,
+        previous: &CodeIndex,
+        name: &str,
+        kind: Quantization,
+        changed: &[ChunkId],
+    ) -> Result<Option<CodeIndex>> {
+        let fresh = self.code_rows(name, kind, Some(changed))?;
+        Ok(previous.with_changes(changed, &fresh))
     }
 
     /// The best `candidates` chunks for `q` under quantised representation `name`: the codes'
@@ -118,10 +117,10 @@ impl<S: StoreRead> Engine<S> {
         allowed: Option<&AllowedDocs>,
     ) -> Result<(Vec<ChunkHit>, Option<DenseFilter>)> {
         let (m, _, stale) = self.codes(name, kind)?;
-        if m.ids.is_empty() {
+        if m.len() == 0 {
             return Ok((Vec::new(), None));
         }
-        same_dimension(m.codes.dim(), q)?;
+        same_dimension(m.dim(), q)?;
         let oversample = rescoring.oversample.unwrap_or_else(|| kind.default_oversample());
         let rescored = candidates.min(RESCORED_POOL).saturating_mul(oversample);
         let wanted = match (rescoring.rescore, kind) {
@@ -130,38 +129,27 @@ impl<S: StoreRead> Engine<S> {
             (true, Quantization::Int8) => candidates.max(rescored),
             (true, _) => rescored,
         };
-        let keep = |row: usize| allowed.is_none_or(|a| a.contains(m.docs[row]));
-        // int8 codes walk the graph; a filtered search walks it only when many chunks match.
-        let graph = (kind == Quantization::Int8).then(|| self.codes_graph(name, &m)).flatten();
+        // int8 codes walk the graphs; a filtered search walks them only when many chunks match.
+        let graph = kind == Quantization::Int8 && self.codes_graph(name, m.first()).is_some();
+        let graphs = graph || m.segments.len() > 1;
         let plan = allowed.map(|a| {
-            let matching = m.docs.iter().filter(|&&d| a.contains(d)).count();
-            let walk = FilteredBy::choose(matching, m.ids.len(), graph.is_some());
+            let matching = m.matching(|d| a.contains(d));
+            let walk = FilteredBy::choose(matching, m.len(), graphs);
             let by = if walk == FilteredBy::FilteredGraph { walk } else { FilteredBy::CodesScan };
-            DenseFilter { matching: Some(matching), total: Some(m.ids.len()), by }
+            DenseFilter { matching: Some(matching), total: Some(m.len()), by }
         });
-        let ef = ANN_EF.max(wanted);
-        let walked = graph.and_then(|graph| match plan {
-            None => graph.search_codes(&m.codes, q, wanted, ef),
-            Some(p) if p.by == FilteredBy::FilteredGraph => {
-                graph.search_codes_filtered(&m.codes, q, wanted, ef, |r| keep(r as usize))
-            }
-            Some(_) => None,
-        });
-        let found = walked.unwrap_or_else(|| m.codes.nearest(q, wanted, keep));
-        let hit = |&(row, score): &(u32, f32)| ChunkHit {
-            chunk: m.ids[row as usize],
-            doc: m.docs[row as usize],
-            score,
-        };
+        let walk = plan.is_none_or(|p| p.by == FilteredBy::FilteredGraph);
+        let keep = allowed.map(|a| move |d: DocKey| a.contains(d));
+        let keep = keep.as_ref().map(|k| k as &(dyn Fn(DocKey) -> bool + Sync));
+        let found = m.nearest(q, wanted, ANN_EF.max(wanted), keep, walk);
         if !rescoring.rescore {
-            let hits = found.iter().map(hit).collect();
-            let hits = if stale { self.live_hits(hits, candidates)? } else { hits };
+            let hits = if stale { self.live_hits(found, candidates)? } else { found };
             return Ok((hits, plan));
         }
         // Only chunks still stored come back, so this is also the liveness check. Each is
         // normalised and scored as the float32 scan scores it, so the scores are the same.
         let (head, tail) = found.split_at(rescored.min(found.len()));
-        let ids: Vec<ChunkId> = head.iter().map(|&(row, _)| m.ids[row as usize]).collect();
+        let ids: Vec<ChunkId> = head.iter().map(|h| h.chunk).collect();
         let mut hits = Vec::with_capacity(found.len());
         let mut row = Vec::new();
         self.store.each_vector(name, Some(&ids), &mut |chunk, doc, v| {
@@ -171,33 +159,37 @@ impl<S: StoreRead> Engine<S> {
             hits.push(ChunkHit { chunk, doc, score: dot(&row, q) });
         })?;
         if !tail.is_empty() {
-            let tail: Vec<ChunkHit> = tail.iter().map(hit).collect();
+            let tail = tail.to_vec();
             hits.extend(if stale { self.live_hits(tail, candidates)? } else { tail });
         }
         Ok((top_k(hits, candidates), plan))
     }
 
-    /// The graph int8 codes `m` of stored representation `name` walk: the store's, if it
-    /// was built over these rows (read once per loaded codes).
-    fn codes_graph(&self, name: &str, m: &CodeMatrix) -> Option<Arc<Hnsw>> {
-        m.graph
+    /// The graph the int8 codes read whole (`first`) of stored representation `name` walk:
+    /// the store's, if it was built over these rows (read once per loaded codes).
+    fn codes_graph(&self, name: &str, first: &CodeSegment) -> Option<Arc<Hnsw>> {
+        first
+            .graph
             .get_or_init(|| {
-                if m.ids.len() < ANN_MIN_VECTORS {
+                let rows = &first.rows;
+                if rows.ids.len() < ANN_MIN_VECTORS {
                     return None;
                 }
-                self.stored_graph(name, &stamp_of(m.codes.dim(), &m.ids)).map(Arc::new)
+                self.stored_graph(name, &stamp_of(rows.codes.dim(), &rows.ids)).map(Arc::new)
             })
             .clone()
     }
 
     /// Bytes each quantised representation loaded so far takes in memory: its codes (and
-    /// chunk ids) as `name@kind`, and the graph they walk, once read, as `name@kind:hnsw`.
+    /// chunk ids) as `name@kind`, and the graphs they walk, once read or built, as
+    /// `name@kind:hnsw`.
     pub fn quantized_memory(&self) -> Vec<(String, usize)> {
         let mut all = Vec::new();
         self.vectors.each_codes(|key, m| {
-            all.push((key.to_string(), m.codes.memory() + 16 * m.ids.len()));
-            if let Some(graph) = m.graph.get().and_then(Option::as_ref) {
-                all.push((format!("{key}:hnsw"), graph.memory()));
+            let (codes, graphs) = m.memory();
+            all.push((key.to_string(), codes));
+            if graphs > 0 {
+                all.push((format!("{key}:hnsw"), graphs));
             }
         });
         all.sort();
