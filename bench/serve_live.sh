@@ -11,7 +11,8 @@
 #
 # Usage: bench/serve_live.sh   (CKEEP_DATA=DIR; BENCH_SECONDS, BENCH_CLIENTS, BENCH_STRATEGY,
 #        BENCH_INGEST=0 for the same queries without writes,
-#        BENCH_SERVE_FLAGS, e.g. "--index-interval 30")
+#        BENCH_SERVE_FLAGS, e.g. "--index-interval 30"; BENCH_QUANTIZE=int8 for the vectors held
+#        as int8 codes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="${CKEEP_DATA:-$(cd .. && pwd)/shared/data}"

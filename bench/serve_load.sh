@@ -17,7 +17,9 @@
 #        BENCH_INGEST=0 for queries only; BENCH_MODEL (all-MiniLM-L6-v2), BENCH_CHUNKER
 #        (paragraphs); BENCH_INITIAL_JSONL and BENCH_NEW_JSONL: other documents for the store and
 #        for the writer than SciFact's split; BENCH_VISIBLE_AFTER=SECONDS: that long after each
-#        acknowledged write, a dense search checks the write is found — see bench/serve_live.sh)
+#        acknowledged write, a dense search checks the write is found — see bench/serve_live.sh;
+#        BENCH_QUANTIZE=int8|binary: the store's vectors held as those codes, as
+#        `ckeep add --quantize KIND` records)
 #
 # Batching where it matters (every query embedded by the model, dense search, no writes):
 #   BENCH_INGEST=0 BENCH_SECONDS=20 BENCH_STRATEGY=mode=dense,k=10 \
@@ -66,6 +68,7 @@ port=$((20000 + RANDOM % 20000))
 for variant in $VARIANTS; do
   rm -rf "$base/run"
   cp -r "$base/store" "$base/run"
+  [ -n "${BENCH_QUANTIZE:-}" ] && $ck --quiet --store "$base/run" add --quantize "$BENCH_QUANTIZE"
   flags=("${SERVE_FLAGS[@]}")
   [ "$variant" = nobatch ] && flags+=(--no-batch)
   $ck --quiet --store "$base/run" serve --addr "127.0.0.1:$port" "${flags[@]}" &
