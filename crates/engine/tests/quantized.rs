@@ -62,8 +62,10 @@ fn quantised_search_ranks_and_scores_as_float32_search_does() {
         // `exact=true` scans the float32 vectors.
         assert_eq!(search(&engine, "water of rivers", "k=6,exact=true"), exact, "{kind}");
     }
-    let memory = engine.quantized_memory();
-    assert_eq!(memory.len(), 2, "int8 and binary codes were loaded: {memory:?}");
+    let memory = engine.vector_memory();
+    let codes: Vec<_> = memory.iter().filter(|(k, _)| k.contains('@')).collect();
+    assert_eq!(codes.len(), 2, "int8 and binary codes were loaded: {memory:?}");
+    assert!(memory.iter().any(|(k, _)| k == "plain"), "and float32 vectors, to scan exactly");
     let binary = memory.iter().find(|(k, _)| k.ends_with("@binary")).unwrap().1;
     assert_eq!(binary, 6 * (256 / 8 + 16), "32 bytes of bits and two ids per chunk");
     engine.set_quantization(None, Quantization::None).unwrap();
@@ -148,7 +150,7 @@ fn loaded_codes_follow_writes_by_the_change_log_as_a_full_read_would() {
     let fresh = open();
     assert_eq!(after, codes_only(&fresh), "the same codes, in the same order, as a full read");
     // The reader still holds the codes of the replaced and removed rows, as tombstones.
-    let (held, read) = (reader.quantized_memory(), fresh.quantized_memory());
+    let (held, read) = (reader.vector_memory(), fresh.vector_memory());
     assert_eq!(held.iter().map(|m| &m.0).collect::<Vec<_>>(), ["plain@int8"]);
     assert!(held[0].0 == read[0].0 && held[0].1 > read[0].1, "{held:?} {read:?}");
     assert_eq!(top(&reader, "星星和太阳", "k=1"), "星星");

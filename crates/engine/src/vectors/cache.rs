@@ -206,45 +206,39 @@ impl VectorCache {
         }
     }
 
-    /// Makes `index` (read at `generation`, with `graph` over its base) the vectors of `key`
-    /// that queries search, unless readers hold newer ones; whether it did.
-    pub fn install_dense(
-        &self,
-        key: &str,
-        index: DenseIndex,
-        generation: u64,
-        graph: Arc<Hnsw>,
-    ) -> bool {
+    /// Makes `index` (read at `generation`, the graph of its first segment set) the vectors
+    /// of `key` that queries search, unless readers hold newer ones; whether it did.
+    pub fn install_dense(&self, key: &str, index: DenseIndex, generation: u64) -> bool {
         let mut maps = self.write();
         if maps.dense.get(key).is_some_and(|l| l.generation > generation) {
             return false;
         }
-        maps.ann.insert(key.to_string(), (index.base_generation, Some(graph)));
+        maps.ann.insert(key.to_string(), (index.read_at, index.first().graph().cloned()));
         let loaded = Loaded { value: Arc::new(index), generation, at: self.refresh.clock.now() };
         maps.dense.insert(key.to_string(), loaded);
         true
     }
 
-    /// Replaces the codes loaded under `key` by what `change` makes of them (given them and
-    /// the generation they were read at; `None`: leave them), holding the loading lock so no
-    /// reader applies the store's changes to them meanwhile. Their generation and age stay:
-    /// `change` reorganises the rows, it does not read the store's newer writes.
-    pub fn update_codes(
+    /// Replaces the value (vectors, codes) loaded under `key` by what `change` makes of it
+    /// (given it and the generation it was read at; `None`: leave it), holding the loading
+    /// lock so no reader applies the store's changes to it meanwhile. Its generation and age
+    /// stay: `change` reorganises the rows, it does not read the store's newer writes.
+    pub fn update<T: Cached>(
         &self,
         key: &str,
-        change: impl FnOnce(&CodeIndex, u64) -> Result<Option<CodeIndex>>,
+        change: impl FnOnce(&T, u64) -> Result<Option<T>>,
     ) -> Result<bool> {
         let _loading = self.loading();
-        let Some(loaded) = self.read().codes.get(key).cloned() else { return Ok(false) };
+        let Some(loaded) = T::slot(&self.read()).get(key).cloned() else { return Ok(false) };
         let Some(changed) = change(&loaded.value, loaded.generation)? else { return Ok(false) };
         let value = Arc::new(changed);
-        self.write().codes.insert(key.to_string(), Loaded { value, ..loaded });
+        T::slot_mut(&mut self.write()).insert(key.to_string(), Loaded { value, ..loaded });
         Ok(true)
     }
 
-    /// Each loaded code index, by key, for memory reports.
-    pub fn each_codes(&self, mut f: impl FnMut(&str, &CodeIndex)) {
-        for (k, l) in &self.read().codes {
+    /// Each loaded value of type `T` (vectors, codes), by key, for memory reports.
+    pub fn each<T: Cached>(&self, mut f: impl FnMut(&str, &T)) {
+        for (k, l) in T::slot(&self.read()) {
             f(k, &l.value);
         }
     }
@@ -278,7 +272,7 @@ mod tests {
             dim: 1,
             data: vec![1.0; rows],
         };
-        DenseIndex::full(m, generation)
+        DenseIndex::whole(m, generation)
     }
 
     #[test]

@@ -105,7 +105,7 @@ impl<S: StoreRead> Engine<S> {
     pub(crate) fn matrix(&self, repr: &Resolved) -> Result<(Arc<VectorMatrix>, Option<u64>)> {
         let (index, _, _) = self.dense_index(repr)?;
         Ok(if index.is_pure() {
-            (Arc::clone(&index.base), Some(index.base_generation))
+            (Arc::clone(&index.first().rows), Some(index.read_at))
         } else {
             (Arc::new(index.sorted_matrix()), None)
         })
@@ -140,7 +140,7 @@ impl<S: StoreRead> Engine<S> {
         {
             return Ok(index);
         }
-        Ok(DenseIndex::full(self.load_matrix(repr)?, generation))
+        Ok(DenseIndex::whole(self.load_matrix(repr)?, generation))
     }
 
     /// `index` with the vectors of the chunks `changed` (under stored representation `name`)

@@ -1,8 +1,8 @@
-//! Keeping each representation's HNSW graph current: built (and persisted) for a collection
-//! read whole, updated in place for the rows written and removed since (a server's indexer),
-//! compacted and persisted when those changes pass [`COMPACT_SHARE`] of it, rebuilt when
-//! removals pass [`REBUILD_SHARE`] of it. The writer's side of the vectors: searches only read
-//! what this installs.
+//! Keeping each representation's HNSW graphs current: one built (and persisted) for a
+//! collection read whole; under a server's writes, segments with graphs of their own for the
+//! rows written since ([`super::segments`]), until those changes pass [`COMPACT_SHARE`] of the
+//! collection: then one graph over all rows is made (the stored one carried over) and
+//! persisted. The writer's side of the vectors: searches only read what this installs.
 
 use std::sync::Arc;
 
@@ -18,10 +18,10 @@ use crate::manifest::ManifestExt;
 use crate::represent::{Resolved, Source};
 use crate::{Engine, Result};
 
-/// A graph updated in place is compacted and persisted once its inserts and tombstones pass
-/// this share of its rows: often enough that a restart (or a crash) rarely finds the stored
-/// graph stale, seldom enough that persisting (the whole graph, ~160 B a row) stays a small
-/// part of the writes. Its tombstones are dropped then, long before a rebuild is due.
+/// A server makes and persists one graph over all rows once the rows written or removed since
+/// the stored one pass this share of them: often enough that a restart (or a crash) rarely
+/// finds the stored graph stale, seldom enough that persisting (the whole graph, ~160 B a row)
+/// stays a small part of the writes.
 const COMPACT_SHARE: f64 = 0.1;
 
 /// An HNSW graph built for the vectors of one representation, ready to persist.
@@ -95,43 +95,43 @@ impl<S: StoreRead> Engine<S> {
             if index.len() < ANN_MIN_VECTORS {
                 continue;
             }
-            // A server's indexer starts from the stored graph when it is the base's (no query
-            // may have loaded it yet); elsewhere a changed base gets a new graph below.
+            let base = &index.first().rows;
+            // A server's indexer starts from the stored graph when it is the first segment's
+            // (no query may have loaded it yet); elsewhere a changed collection gets a new one.
             let graph = if self.background_index {
-                self.graph(name, &index.base, index.base_generation)
+                self.graph(name, base, index.read_at)
             } else {
-                self.cached_graph(name, index.base_generation)
+                self.cached_graph(name, index.read_at)
             };
             if index.is_pure() {
-                let stamp = stamp(&index.base);
-                if self.has_current_graph(name, &stamp)? {
+                if self.has_current_graph(name, &stamp(base))? {
                     continue;
                 }
-                let graph = graph.unwrap_or_else(|| Arc::new(self.graph_for(name, &index.base)));
-                builds.push(VectorIndexBuild::new(name, &index.base, &graph));
-                self.vectors.set_graph(name, index.base_generation, Some(graph));
+                let graph = graph.unwrap_or_else(|| Arc::new(self.graph_for(name, base)));
+                builds.push(VectorIndexBuild::new(name, base, &graph));
+                self.vectors.set_graph(name, index.read_at, Some(Arc::clone(&graph)));
+                self.vectors.update(name, |current: &DenseIndex, _| {
+                    Ok(current.with_first_graph(&index, graph))
+                })?;
                 continue;
             }
-            match graph {
-                Some(graph) if self.background_index && !index.needs_rebuild() => {
-                    let (updated, graph) = index.absorbed(&graph, generation);
-                    let changes = updated.changes_in_place() as f64;
-                    if changes > compact_at * updated.base.len() as f64 {
-                        let (m, graph) = updated.compacted(&graph);
-                        builds.push(VectorIndexBuild::new(name, &m, &graph));
-                        let compacted = DenseIndex::full(m, generation);
-                        self.install(&repr, compacted, generation, Arc::new(graph))?;
-                    } else {
-                        self.install(&repr, updated, generation, Arc::new(graph))?;
-                    }
-                }
-                _ => {
-                    let m = index.sorted_matrix();
-                    let graph = Arc::new(self.graph_for(name, &m));
-                    builds.push(VectorIndexBuild::new(name, &m, &graph));
-                    self.install(&repr, DenseIndex::full(m, generation), generation, graph)?;
-                }
+            // A server freezes and merges the rows written since into segments with graphs of
+            // their own, until they are a tenth of the collection (or it stops): then one graph
+            // over all of them is made and saved, for the next process.
+            let changes = index.changes() as f64;
+            if self.background_index
+                && (graph.is_some() || base.len() < ANN_MIN_VECTORS)
+                && changes <= compact_at * index.len() as f64
+            {
+                self.refresh_segments((name, name), &index, generation, |m| m)?;
+                continue;
             }
+            let m = index.sorted_matrix();
+            let graph = Arc::new(self.graph_for(name, &m));
+            builds.push(VectorIndexBuild::new(name, &m, &graph));
+            let whole = DenseIndex::whole(m, generation);
+            let _ = whole.first().graph.set(Some(graph));
+            self.install(&repr, whole, generation)?;
         }
         Ok(builds)
     }
@@ -190,16 +190,10 @@ impl<S: StoreRead> Engine<S> {
         }
     }
 
-    /// Makes `index` (the vectors of `repr` as of `generation`, with `graph` over its base)
+    /// Makes `index` (the vectors of `repr` as of `generation`, its first segment's graph set)
     /// the one queries search, first bringing it up to the store's generation now: readers
     /// may have applied later writes to the one it replaces while it was being built.
-    fn install(
-        &self,
-        repr: &Resolved,
-        mut index: DenseIndex,
-        mut generation: u64,
-        graph: Arc<Hnsw>,
-    ) -> Result<()> {
+    fn install(&self, repr: &Resolved, mut index: DenseIndex, mut generation: u64) -> Result<()> {
         let _loading = self.vectors.loading();
         let _snapshot = ReadSnapshot::begin(&self.store)?;
         let current = self.store.generation()?;
@@ -212,7 +206,7 @@ impl<S: StoreRead> Engine<S> {
         }
         // Not installed when readers are past what the log could bring this to; the next
         // build starts there.
-        self.vectors.install_dense(&repr.key, index, generation, graph);
+        self.vectors.install_dense(&repr.key, index, generation);
         Ok(())
     }
 }

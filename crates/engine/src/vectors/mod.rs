@@ -5,9 +5,11 @@
 //! - `cache`: what is loaded (vectors, codes, graphs), shared by an engine and its readers, and
 //!   the refresh policy;
 //! - `dense`: loading float32 vectors and following the store's change log; the query's vector;
-//! - `live`: a representation's vectors while the store changes (base, tail, removed rows);
+//! - `segmented`: rows of any precision in segments, each with its graph, with tombstones and
+//!   a scanned tail, as a store under writes holds them;
+//! - `live`: float32 vectors in segments;
 //! - `codes`, `quantized`: int8 and binary codes in segments, and searching them;
-//! - `segments`: a server's indexer freezing and merging the segments of int8 codes;
+//! - `segments`: a server's indexer freezing and merging segments;
 //! - `blob`: the stored graph's format (stamp, chunk ids, graph);
 //! - `maintain`: the writer's side, keeping each graph current and saving it.
 //!
@@ -20,9 +22,10 @@ mod dense;
 pub(crate) mod live;
 mod maintain;
 mod quantized;
+mod segmented;
 mod segments;
 
-use ckeep_core::ChunkHit;
+use ckeep_core::{ChunkHit, DocKey};
 use ckeep_index::{Quantization, dot_all, top_k};
 use ckeep_store::{StoreRead, VectorMatrix, VectorSearch};
 
@@ -181,17 +184,21 @@ impl<S: StoreRead> Engine<S> {
             return Ok((Vec::new(), None));
         }
         same_dimension(index.dim(), q)?;
-        let graph = (matches!(backend, Backend::Graph) && index.base.len() >= ANN_MIN_VECTORS)
-            .then(|| self.graph(&repr.key, &index.base, index.base_generation))
-            .flatten();
-        let (hits, plan) = match allowed {
-            Some(allowed) => {
-                let (hits, plan) =
-                    index.search_allowed(q, graph.as_deref(), candidates, ANN_EF, allowed);
-                (hits, Some(plan))
-            }
-            None => (index.search(q, graph.as_deref(), candidates, ANN_EF), None),
-        };
+        let graphs = matches!(backend, Backend::Graph) && index.len() >= ANN_MIN_VECTORS;
+        let first = index.first();
+        if graphs && first.rows.len() >= ANN_MIN_VECTORS {
+            first.graph.get_or_init(|| self.graph(&repr.key, &first.rows, index.read_at));
+        }
+        let graphs = graphs && index.has_graph();
+        let plan = allowed.map(|a| {
+            let matching = index.matching(|d| a.contains(d));
+            let by = FilteredBy::choose(matching, index.len(), graphs);
+            DenseFilter { matching: Some(matching), total: Some(index.len()), by }
+        });
+        let walk = graphs && plan.is_none_or(|p| p.by == FilteredBy::FilteredGraph);
+        let keep = allowed.map(|a| move |d: DocKey| a.contains(d));
+        let keep = keep.as_ref().map(|k| k as &(dyn Fn(DocKey) -> bool + Sync));
+        let hits = index.nearest(q, candidates, ANN_EF, keep, walk);
         let hits = if stale { self.live_hits(hits, candidates)? } else { hits };
         Ok((hits, plan))
     }

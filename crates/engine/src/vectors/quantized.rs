@@ -16,6 +16,7 @@ use ckeep_store::{StoreRead, StoreWrite};
 use super::blob::stamp_of;
 use super::cache::Loaded;
 use super::codes::{CodeIndex, CodeRows, CodeSegment};
+use super::segmented::Rows;
 use super::{ANN_EF, ANN_MIN_VECTORS, MIN_CHANGES_READ_ALL, Rescoring, same_dimension};
 use crate::filtered::{AllowedDocs, DenseFilter, FilteredBy};
 use crate::manifest::ManifestExt;
@@ -47,7 +48,7 @@ impl<S: StoreRead> Engine<S> {
         kind: Quantization,
     ) -> Result<(Arc<CodeIndex>, u64, bool)> {
         let key = codes_key(name, kind);
-        self.load_cached(&key, |previous: Option<&Loaded<CodeIndex>>, _| {
+        self.load_cached(&key, |previous: Option<&Loaded<CodeIndex>>, generation| {
             if let Some(previous) = previous
                 && let Some(changed) = self.store.vector_changes(name, previous.generation)?
                 && changed.len() <= previous.value.len() / 4 + MIN_CHANGES_READ_ALL
@@ -57,7 +58,7 @@ impl<S: StoreRead> Engine<S> {
             {
                 return Ok(index);
             }
-            Ok(CodeIndex::whole(self.code_rows(name, kind, None)?))
+            Ok(CodeIndex::whole(self.code_rows(name, kind, None)?, generation))
         })
     }
 
@@ -165,6 +166,20 @@ impl<S: StoreRead> Engine<S> {
         Ok((top_k(hits, candidates), plan))
     }
 
+    /// One pass of a server's indexer over the int8 codes of stored representation `name`:
+    /// the rows written since frozen, or segments merged ([`super::segments`]); whether it
+    /// changed them.
+    pub(crate) fn refresh_code_segments(&self, name: &str) -> Result<bool> {
+        let kind = Quantization::Int8;
+        let (index, generation, _) = self.codes(name, kind)?;
+        let rows_of = |m: ckeep_store::VectorMatrix| CodeRows {
+            codes: Codes::encode(kind, &m.data, m.dim).unwrap_or_default(),
+            ids: m.ids,
+            docs: m.docs,
+        };
+        self.refresh_segments((name, &codes_key(name, kind)), &index, generation, rows_of)
+    }
+
     /// The graph the int8 codes read whole (`first`) of stored representation `name` walk:
     /// the store's, if it was built over these rows (read once per loaded codes).
     fn codes_graph(&self, name: &str, first: &CodeSegment) -> Option<Arc<Hnsw>> {
@@ -180,18 +195,19 @@ impl<S: StoreRead> Engine<S> {
             .clone()
     }
 
-    /// Bytes each quantised representation loaded so far takes in memory: its codes (and
-    /// chunk ids) as `name@kind`, and the graphs they walk, once read or built, as
-    /// `name@kind:hnsw`.
-    pub fn quantized_memory(&self) -> Vec<(String, usize)> {
+    /// Bytes each representation loaded so far takes in memory: its rows (and chunk ids) as
+    /// `name` (float32) or `name@kind` (codes), and the graphs they walk, once read or built,
+    /// as `name:hnsw` or `name@kind:hnsw`.
+    pub fn vector_memory(&self) -> Vec<(String, usize)> {
         let mut all = Vec::new();
-        self.vectors.each_codes(|key, m| {
-            let (codes, graphs) = m.memory();
-            all.push((key.to_string(), codes));
+        let mut add = |key: &str, (rows, graphs): (usize, usize)| {
+            all.push((key.to_string(), rows));
             if graphs > 0 {
                 all.push((format!("{key}:hnsw"), graphs));
             }
-        });
+        };
+        self.vectors.each(|key, m: &CodeIndex| add(key, m.memory()));
+        self.vectors.each(|key, m: &super::live::DenseIndex| add(key, m.memory()));
         all.sort();
         all
     }

@@ -1,20 +1,20 @@
-//! How a server's indexer keeps int8 codes walkable under writes: the rows written since the
+//! How a server's indexer keeps vectors and int8 codes walkable under writes: the rows written since the
 //! last freeze (the tail, scanned) become a segment with its own HNSW graph once there are
 //! [`FREEZE_ROWS`] of them, and frozen segments of about the same size merge by tiers, as
 //! Lucene's tiered merge policy and Qdrant's optimiser merge theirs. A pass reads the float32
 //! vectors of only the rows it freezes or merges, so its cost is the size of the change, not
-//! of the collection; the segment the codes were read whole into keeps the store's graph.
+//! of the collection; the segment the rows were read whole into keeps the store's graph.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use ckeep_core::ChunkId;
-use ckeep_index::{Codes, Hnsw, HnswParams, Quantization};
-use ckeep_store::StoreRead;
+use ckeep_index::{Hnsw, HnswParams};
+use ckeep_store::{StoreRead, VectorMatrix};
 
-use super::codes::{CodeIndex, CodeRows, CodeSegment};
+use super::cache::Cached;
 use super::live::REBUILD_SHARE;
-use super::quantized::codes_key;
+use super::segmented::{Rows, Segment, Segmented};
 use crate::{Engine, Result};
 
 /// The tail is frozen once it holds this many rows. Below, scanning it costs about a tenth of
@@ -49,7 +49,7 @@ impl SegmentPlan {
     /// [`REBUILD_SHARE`] rewritten alone; else the lowest tier holding [`MERGE_FACTOR`]
     /// segments merged (the tail counted in its tier once it is due to freeze); else the tail
     /// frozen. The segment read whole is left alone: its graph is the one the store keeps.
-    fn of(index: &CodeIndex) -> Option<Self> {
+    fn of<R: Rows>(index: &Segmented<R>) -> Option<Self> {
         let frozen = &index.segments[1..];
         let tombstones = |id: u64| index.removed.get(&id).map_or(0, HashSet::len);
         if let Some(s) =
@@ -77,19 +77,26 @@ impl SegmentPlan {
 }
 
 impl<S: StoreRead> Engine<S> {
-    /// One pass of a server's indexer over the int8 codes of stored representation `name`
-    /// (see the module's account); whether it changed them. The graph is built outside any
-    /// lock, from the float32 vectors of the rows it covers; readers keep searching the codes
+    /// One pass of a server's indexer over `index`, the rows of stored representation `name`
+    /// cached under `key` as read at `generation` (see the module's account); whether it
+    /// changed them. The graph is built outside any lock, from the float32 vectors of the rows
+    /// it covers (`rows_of` makes the segment's rows of them); readers keep searching the rows
     /// as they were until it is installed.
-    pub(crate) fn refresh_code_segments(&self, name: &str) -> Result<bool> {
-        let kind = Quantization::Int8;
-        let (index, generation, _) = self.codes(name, kind)?;
-        let Some(plan) = SegmentPlan::of(&index) else { return Ok(false) };
+    pub(crate) fn refresh_segments<R: Rows>(
+        &self,
+        (name, key): (&str, &str),
+        index: &Segmented<R>,
+        generation: u64,
+        rows_of: impl FnOnce(VectorMatrix) -> R,
+    ) -> Result<bool>
+    where
+        Segmented<R>: Cached,
+    {
+        let Some(plan) = SegmentPlan::of(index) else { return Ok(false) };
         let mut ids: Vec<ChunkId> =
-            if plan.freeze_tail { index.tail.ids.clone() } else { Vec::new() };
+            if plan.freeze_tail { index.tail.ids().to_vec() } else { Vec::new() };
         for s in index.segments.iter().filter(|s| plan.merged.contains(&s.id)) {
-            let live = (0..s.rows.len()).filter(|&r| !index.is_removed(s, r as u32));
-            ids.extend(live.map(|r| s.rows.ids[r]));
+            ids.extend(index.live_chunks(s));
         }
         ids.sort_unstable();
         let m = self.vectors_of(name, &ids)?;
@@ -98,32 +105,31 @@ impl<S: StoreRead> Engine<S> {
         }
         let graph =
             (!m.is_empty()).then(|| Arc::new(Hnsw::build(&m.data, m.dim, HnswParams::default())));
-        let codes = Codes::encode(kind, &m.data, m.dim).unwrap_or_default();
-        let rows = CodeRows { ids: m.ids, docs: m.docs, codes };
-        self.vectors.update_codes(&codes_key(name, kind), |current, _| {
+        let rows = rows_of(m);
+        self.vectors.update(key, |current: &Segmented<R>, _| {
             let Some(changed) = self.store.vector_changes(name, generation)? else {
                 return Ok(None); // the log no longer reaches back: a whole read comes next
             };
-            Ok(with_segment(&index, current, &plan, rows, graph, &changed))
+            Ok(with_segment(index, current, &plan, rows, graph, &changed))
         })
     }
 }
 
-/// `current` (the codes readers search now, which may have taken writes since `planned`) with
+/// `current` (the rows readers search now, which may have taken writes since `planned`) with
 /// the segment of `rows` and `graph`, planned on `planned`, in place of the tail rows and
 /// merged segments it covers. Rows of chunks `changed` since `planned` was read are tombstoned
 /// in it (the tail keeps their newer versions). `None` when `current` no longer holds what
-/// was planned on (the codes were read whole again).
-fn with_segment(
-    planned: &CodeIndex,
-    current: &CodeIndex,
+/// was planned on (the rows were read whole again).
+fn with_segment<R: Rows>(
+    planned: &Segmented<R>,
+    current: &Segmented<R>,
     plan: &SegmentPlan,
-    rows: CodeRows,
+    rows: R,
     graph: Option<Arc<Hnsw>>,
     changed: &[ChunkId],
-) -> Option<CodeIndex> {
+) -> Option<Segmented<R>> {
     let held = |id: u64| {
-        let find = |ix: &CodeIndex| ix.segments.iter().find(|s| s.id == id).cloned();
+        let find = |ix: &Segmented<R>| ix.segments.iter().find(|s| s.id == id).cloned();
         find(planned).zip(find(current)).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b))
     };
     if !Arc::ptr_eq(&planned.segments[0], &current.segments[0])
@@ -132,29 +138,30 @@ fn with_segment(
         return None;
     }
     let changed: HashSet<ChunkId> = changed.iter().copied().collect();
-    let mut segments: Vec<Arc<CodeSegment>> =
+    let mut segments: Vec<Arc<Segment<R>>> =
         current.segments.iter().filter(|s| !plan.merged.contains(&s.id)).cloned().collect();
     let mut removed = current.removed.clone();
     removed.retain(|id, _| !plan.merged.contains(id));
-    let frozen: HashSet<ChunkId> = rows.ids.iter().copied().collect();
+    let frozen: HashSet<ChunkId> = rows.ids().iter().copied().collect();
     let dead: HashSet<u32> =
-        (0..rows.len()).filter(|&r| changed.contains(&rows.ids[r])).map(|r| r as u32).collect();
-    if !rows.ids.is_empty() {
+        (0..rows.len()).filter(|&r| changed.contains(&rows.ids()[r])).map(|r| r as u32).collect();
+    if rows.len() > 0 {
         let id = current.segments.iter().map(|s| s.id).max().unwrap_or(0) + 1;
         if !dead.is_empty() {
             removed.insert(id, dead);
         }
-        segments.push(Arc::new(CodeSegment { id, rows, graph: OnceLock::from(graph) }));
+        segments.push(Arc::new(Segment::frozen(id, rows, graph)));
     }
     let tail = &current.tail;
-    let stays = |i: usize| !frozen.contains(&tail.ids[i]) || changed.contains(&tail.ids[i]);
-    Some(CodeIndex { segments, removed, tail: tail.retain(stays) })
+    let stays = |i: usize| !frozen.contains(&tail.ids()[i]) || changed.contains(&tail.ids()[i]);
+    Some(Segmented { segments, removed, tail: tail.retain(stays), read_at: current.read_at })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::vectors::codes::tests::unit_rows;
+    use crate::vectors::codes::{CodeIndex, CodeRows};
 
     /// An index of a first segment of 100 rows, frozen segments of `sizes`, and a tail of
     /// `tail` rows (chunk ids in that order, 1-dimensional codes).
@@ -165,14 +172,9 @@ mod tests {
             next += n as i64;
             unit_rows(&ids, 1, 7).0
         };
-        let mut ix = CodeIndex::whole(rows(100));
+        let mut ix = CodeIndex::whole(rows(100), 1);
         for (i, &n) in sizes.iter().enumerate() {
-            let rows = rows(n);
-            ix.segments.push(Arc::new(CodeSegment {
-                id: i as u64 + 1,
-                rows,
-                graph: OnceLock::new(),
-            }));
+            ix.segments.push(Arc::new(Segment::new(i as u64 + 1, rows(n))));
         }
         ix.tail = rows(tail);
         ix
@@ -226,5 +228,33 @@ mod tests {
         // Codes read whole again meanwhile: the pass is dropped.
         let reread = index(&[], 0);
         assert!(with_segment(&planned, &reread, &plan, CodeRows::default(), None, &[]).is_none());
+    }
+
+    #[test]
+    fn float_rows_frozen_into_a_segment_are_found_through_its_graph() {
+        use crate::vectors::live::{DenseIndex, tests::matrix};
+        let dim = 16;
+        let base = matrix(&(1..=300).collect::<Vec<_>>(), dim, 1);
+        let fresh = matrix(&(301..=800).collect::<Vec<_>>(), dim, 2);
+        let ids: Vec<ChunkId> = fresh.ids.clone();
+        let planned = DenseIndex::whole(base, 3).with_changes(&ids, &fresh).unwrap();
+        let plan = SegmentPlan { freeze_tail: true, merged: vec![] };
+        let graph = Arc::new(Hnsw::build(&fresh.data, dim, HnswParams::default()));
+        let frozen = with_segment(&planned, &planned, &plan, fresh.clone(), Some(graph), &[]);
+        let frozen = frozen.unwrap();
+        assert_eq!((frozen.segments.len(), frozen.tail.len(), frozen.len()), (2, 0, 800));
+        assert!(frozen.segments[1].graph().is_some());
+        for i in (0..fresh.len()).step_by(7) {
+            let q = &fresh.data[i * dim..(i + 1) * dim];
+            for walk in [true, false] {
+                assert_eq!(frozen.nearest(q, 10, 64, None, walk)[0].chunk, fresh.ids[i]);
+            }
+        }
+        // A row of the segment replaced later is a tombstone there; its new version is found.
+        let newer = matrix(&[400], dim, 3);
+        let changed = frozen.with_changes(&[ChunkId(400)], &newer).unwrap();
+        let hits = changed.nearest(&newer.data, 800, 800, None, true);
+        assert_eq!(hits[0].chunk, ChunkId(400));
+        assert_eq!(hits.iter().filter(|h| h.chunk == ChunkId(400)).count(), 1);
     }
 }
