@@ -93,7 +93,7 @@ pub use similar::{
 pub use strategy::{Level, MAX_K, Mode, Strategy};
 pub use summarize::{LoadedSummarizer, Summarizer};
 pub use sync::{SyncPlan, SyncReport};
-pub use vectors::{ANN_MIN_VECTORS, VectorIndexBuild};
+pub use vectors::{ANN_MIN_VECTORS, GraphCheck, VectorIndexBuild};
 #[cfg(feature = "watch")]
 pub use watch::{Changes, ChangesReport, Debounce, FolderWatch};
 

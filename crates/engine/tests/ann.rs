@@ -277,14 +277,26 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
 
     // Stopping, a server makes one graph over the rows its segments hold and saves it: a new
     // process finds the graph current (nothing to build) and searches it as well.
+    // `check` sees the stored graph behind the writes since its last save, and not damaged.
+    let behind = &writer.check_vector_indexes().unwrap()[0];
+    assert!(!behind.current && behind.problem.is_none(), "{behind:?}");
+    assert!(behind.missing > Some(0) && behind.removed > Some(0), "{behind:?}");
     let last = reader.compact_vector_index().unwrap();
     assert_eq!(last.len(), 1, "the changes since the last compaction");
     writer.save_vector_index(last).unwrap();
+    let saved = &writer.check_vector_indexes().unwrap()[0];
+    assert!(saved.current && saved.missing == Some(0) && saved.problem.is_none(), "{saved:?}");
     let next = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(model);
     assert!(next.build_vector_index().unwrap().is_empty(), "the saved graph is current");
     let restarted = recall(&next, &queries, "exact=false");
     eprintln!("recall@10 {restarted:.4} in a new process, on the saved graph");
     assert!(restarted >= 0.95, "recall@10 on the saved graph: {restarted}");
+    // A damaged graph is a problem `check` reports (and the next build replaces).
+    let mut damaged = Engine::new(SqliteStore::open(dir.path()).unwrap());
+    let blob = damaged.store().aux("hnsw:plain").unwrap().unwrap();
+    damaged.store_mut().set_aux("hnsw:plain", &blob[..blob.len() - 1000]).unwrap();
+    let problem = damaged.check_vector_indexes().unwrap()[0].problem.clone();
+    assert_eq!(problem.as_deref(), Some("the stored graph cannot be read"));
 }
 
 #[test]

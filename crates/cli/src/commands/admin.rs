@@ -68,9 +68,17 @@ pub fn rm(store: &str, args: &RmArgs, out: &Output) -> anyhow::Result<ExitCode> 
 
 pub fn check(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
     let engine = super::open(store)?;
-    let report = engine.store().check()?;
+    let mut report = engine.store().check()?;
+    let graphs = engine.check_vector_indexes()?;
+    for g in &graphs {
+        if let Some(p) = &g.problem {
+            report.problems.push(format!("HNSW graph of `{}`: {p}", g.representation));
+        }
+    }
     if out.json {
-        out.print_json(&serde_json::json!({"ok": report.is_ok(), "report": report}))?;
+        out.print_json(
+            &serde_json::json!({"ok": report.is_ok(), "report": report, "graphs": graphs}),
+        )?;
     } else if report.is_ok() {
         outln!(
             "ok: {} documents, {} chunks; every span, parent and count checks out",
@@ -86,6 +94,20 @@ pub fn check(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
         );
         for p in &report.problems {
             outln!("  {p}");
+        }
+    }
+    for g in graphs.iter().filter(|g| !out.json && g.problem.is_none()) {
+        let behind = match (g.missing, g.removed) {
+            (Some(m), Some(r)) => format!(": {m} vectors written and {r} removed since"),
+            _ => String::new(),
+        };
+        if g.current {
+            outln!("HNSW graph of `{}`: current, {} rows", g.representation, g.rows);
+        } else {
+            outln!(
+                "HNSW graph of `{}`: stale{behind} (carried over or rebuilt by the next `ckeep add` or server)",
+                g.representation
+            );
         }
     }
     Ok(if report.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -11,7 +11,8 @@
 //! - `codes`, `quantized`: int8 and binary codes in segments, and searching them;
 //! - `segments`: a server's indexer freezing and merging segments;
 //! - `blob`: the stored graph's format (stamp, chunk ids, graph);
-//! - `maintain`: the writer's side, keeping each graph current and saving it.
+//! - `maintain`: the writer's side, keeping each graph current and saving it;
+//! - `verify`: `ckeep check` of the stored graphs against the store's vectors.
 //!
 //! Nothing here imports the search pipeline (`search`, `expand`): vectors are below it.
 
@@ -24,6 +25,7 @@ mod maintain;
 mod quantized;
 mod segmented;
 mod segments;
+mod verify;
 
 use ckeep_core::{ChunkHit, DocKey};
 use ckeep_index::{Quantization, dot_all, top_k};
@@ -31,6 +33,7 @@ use ckeep_store::{StoreRead, VectorMatrix, VectorSearch};
 
 pub(crate) use dense::check_model;
 pub use maintain::VectorIndexBuild;
+pub use verify::GraphCheck;
 
 use crate::filtered::{AllowedDocs, DenseFilter, FilteredBy};
 use crate::represent::{Resolved, Source};

@@ -1,0 +1,121 @@
+//! `ckeep check` for the vector indexes: each stored HNSW graph read back and compared with the
+//! store's vectors. A graph that cannot be read is a problem (the store was damaged; the next
+//! build replaces it); a stale one is not — a process carries it over or rebuilds it — but the
+//! report says how far behind it is, so a crash's cost is visible before a restart pays it.
+
+use std::collections::HashSet;
+
+use ckeep_core::ChunkId;
+use ckeep_index::Hnsw;
+use ckeep_store::StoreRead;
+use serde::Serialize;
+
+use super::blob::{GraphBlobName, blob_parts, is_current, stamp_of};
+use crate::manifest::ManifestExt;
+use crate::{Engine, Result};
+
+/// What `check` found of one representation's stored graph.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GraphCheck {
+    /// The stored representation (`plain`, ...).
+    pub representation: String,
+    /// Rows the graph was built over.
+    pub rows: usize,
+    /// Whether it was built over exactly the vectors the store holds now.
+    pub current: bool,
+    /// Vectors the store holds that the graph lacks (`None` for graphs stored before their
+    /// chunk ids were kept).
+    pub missing: Option<usize>,
+    /// Rows of the graph whose chunk the store no longer has (`None` likewise).
+    pub removed: Option<usize>,
+    /// Why the graph cannot be used, when it cannot (a damaged blob).
+    pub problem: Option<String>,
+}
+
+impl<S: StoreRead> Engine<S> {
+    /// Each stored graph read back and compared with the store's vectors (streamed, never
+    /// held whole), in representation order.
+    pub fn check_vector_indexes(&self) -> Result<Vec<GraphCheck>> {
+        let manifest = self.store.manifest()?;
+        let mut checks = Vec::new();
+        for name in manifest.chunk_representations() {
+            let Some(blob) = self.store.aux(&GraphBlobName(name).to_string())? else { continue };
+            let (mut dim, mut ids) = (0, Vec::new());
+            self.store.each_vector(name, None, &mut |chunk, _, v| {
+                dim = v.len();
+                ids.push(chunk);
+            })?;
+            checks.push(check_graph(name, &blob, dim, &ids));
+        }
+        Ok(checks)
+    }
+}
+
+/// The check of graph blob `blob` of representation `name` against the store's vectors: `ids`
+/// (in chunk order) of dimension `dim`.
+fn check_graph(name: &str, blob: &[u8], dim: usize, ids: &[ChunkId]) -> GraphCheck {
+    let mut check = GraphCheck {
+        representation: name.to_string(),
+        rows: 0,
+        current: false,
+        missing: None,
+        removed: None,
+        problem: None,
+    };
+    let Some((built_over, graph)) = blob_parts(blob) else {
+        check.problem = Some("the stored graph is truncated".into());
+        return check;
+    };
+    let Some(graph) = Hnsw::from_bytes(graph) else {
+        check.problem = Some("the stored graph cannot be read".into());
+        return check;
+    };
+    check.rows = graph.len();
+    check.current = is_current(blob, &stamp_of(dim, ids));
+    if check.current && graph.len() != ids.len() {
+        check.problem =
+            Some(format!("the graph has {} rows for {} vectors", graph.len(), ids.len()));
+    }
+    if let Some(built_over) = built_over {
+        if built_over.len() != graph.len() {
+            check.problem = Some(format!(
+                "the graph has {} rows but lists {} chunk ids",
+                graph.len(),
+                built_over.len()
+            ));
+        }
+        let now: HashSet<ChunkId> = ids.iter().copied().collect();
+        let then: HashSet<ChunkId> = built_over.iter().copied().collect();
+        check.missing = Some(now.difference(&then).count());
+        check.removed = Some(then.difference(&now).count());
+    }
+    check
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vectors::blob::graph_blob;
+    use crate::vectors::live::tests::matrix;
+    use ckeep_index::HnswParams;
+
+    #[test]
+    fn a_graph_is_current_stale_or_damaged() {
+        let m = matrix(&(1..=50).collect::<Vec<_>>(), 8, 1);
+        let blob = graph_blob(&m, &Hnsw::build(&m.data, 8, HnswParams::default()));
+        let ok = check_graph("plain", &blob, 8, &m.ids);
+        assert!(ok.current && ok.problem.is_none(), "{ok:?}");
+        assert_eq!((ok.rows, ok.missing, ok.removed), (50, Some(0), Some(0)));
+        // Two vectors written and one removed since: stale by that much, not a problem.
+        let now: Vec<ChunkId> = (2..=52).map(ChunkId).collect();
+        let stale = check_graph("plain", &blob, 8, &now);
+        assert!(!stale.current && stale.problem.is_none());
+        assert_eq!((stale.missing, stale.removed), (Some(2), Some(1)));
+        // Another dimension: stale.
+        assert!(!check_graph("plain", &blob, 4, &m.ids).current);
+        // Cut short, or the graph's bytes damaged: a problem.
+        let cut = check_graph("plain", &blob[..blob.len() / 2], 8, &m.ids);
+        assert!(cut.problem.is_some(), "{cut:?}");
+        assert!(check_graph("plain", &blob[..20], 8, &m.ids).problem.is_some());
+    }
+}
