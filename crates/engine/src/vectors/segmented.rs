@@ -26,8 +26,8 @@ pub(crate) trait Rows: Debug + Clone + Default + Send + Sync {
     fn retain(&self, keep: impl Fn(usize) -> bool) -> Self;
     /// Appends `more`; false (nothing appended) when they differ in kind or dimension.
     fn append(&mut self, more: &Self) -> bool;
-    /// The best `wanted` rows `live` accepts by a scan, as `(row, score)`; `sparse` when few
-    /// rows may be accepted, so only those are scored.
+    /// At least the best `wanted` rows `live` accepts, by a scan, as `(row, score)` (the
+    /// caller keeps the best); `sparse` when few rows may be accepted, so only those are scored.
     fn scan(
         &self,
         q: &[f32],
