@@ -162,8 +162,8 @@ impl StoreWrite for Seam {
     fn set_manifest(&mut self, manifest: &Manifest) -> Result<()> {
         self.inner.set_manifest(manifest)
     }
-    fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
-        self.inner.set_aux(name, data)
+    fn write_aux(&mut self, put: &[(&str, &[u8])], remove: &[&str]) -> Result<()> {
+        self.inner.write_aux(put, remove)
     }
     fn write_changes(&mut self, docs: Vec<DocumentWrite>, removed: &[String]) -> Result<usize> {
         self.inner.write_changes(docs, removed)

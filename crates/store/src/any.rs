@@ -203,8 +203,8 @@ impl<T: StoreWrite + ?Sized> StoreWrite for Box<T> {
     fn set_manifest(&mut self, manifest: &Manifest) -> Result<()> {
         (**self).set_manifest(manifest)
     }
-    fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
-        (**self).set_aux(name, data)
+    fn write_aux(&mut self, put: &[(&str, &[u8])], remove: &[&str]) -> Result<()> {
+        (**self).write_aux(put, remove)
     }
     fn write_changes(&mut self, docs: Vec<DocumentWrite>, removed: &[String]) -> Result<usize> {
         (**self).write_changes(docs, removed)

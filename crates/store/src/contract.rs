@@ -267,6 +267,12 @@ pub fn vectors_and_summaries(store: &mut dyn StoreWrite) {
     store.set_aux("hnsw:plain", &[1, 2, 3]).unwrap();
     store.set_aux("hnsw:plain", &[4, 5]).unwrap();
     assert_eq!(store.aux("hnsw:plain").unwrap(), Some(vec![4, 5]));
+    // Several blobs put and removed together.
+    store.write_aux(&[("hnsw:plain#1", &[6]), ("hnsw:plain#2", &[7])], &["hnsw:plain"]).unwrap();
+    assert_eq!(store.aux("hnsw:plain").unwrap(), None);
+    assert_eq!(store.aux("hnsw:plain#2").unwrap(), Some(vec![7]));
+    store.write_aux(&[], &["hnsw:plain#1", "hnsw:plain#2"]).unwrap();
+    assert_eq!(store.aux("hnsw:plain#1").unwrap(), None);
     assert_eq!(store.summaries("a").unwrap(), w.summaries);
     let s = store.stats().unwrap();
     assert_eq!(s.representations[0].vectors, 2);

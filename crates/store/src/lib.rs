@@ -335,7 +335,13 @@ pub trait StoreWrite: StoreRead {
     fn set_manifest(&mut self, manifest: &Manifest) -> Result<()>;
     /// Stores (or replaces) a named blob of derived data; its owner stamps it to detect
     /// staleness.
-    fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()>;
+    fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        self.write_aux(&[(name, data)], &[])
+    }
+    /// Stores (or replaces) the named blobs `put` and removes the blobs `remove`, in one
+    /// transaction: blobs that refer to each other (a segment list and its segments) change
+    /// together or not at all, whenever the process stops.
+    fn write_aux(&mut self, put: &[(&str, &[u8])], remove: &[&str]) -> Result<()>;
     /// Removes the documents `removed` (and everything derived from them), then adds `docs`,
     /// replacing any stored under the same id, all in one transaction: a reader sees the whole
     /// change or none of it (a watched folder's batch of edits and deletions). Returns how many

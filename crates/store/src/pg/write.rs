@@ -365,15 +365,20 @@ impl StoreWrite for PgStore {
         Ok(())
     }
 
-    fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
+    fn write_aux(&mut self, put: &[(&str, &[u8])], remove: &[&str]) -> Result<()> {
         let mut client = self.connection()?;
         let mut tx = client.transaction()?;
         bump_generation(&mut tx)?;
-        tx.execute(
-            "INSERT INTO ckeep.aux (name, data) VALUES ($1, $2)
-             ON CONFLICT (name) DO UPDATE SET data = EXCLUDED.data",
-            &[&name, &data],
-        )?;
+        for name in remove {
+            tx.execute("DELETE FROM ckeep.aux WHERE name = $1", &[name])?;
+        }
+        for (name, data) in put {
+            tx.execute(
+                "INSERT INTO ckeep.aux (name, data) VALUES ($1, $2)
+                 ON CONFLICT (name) DO UPDATE SET data = EXCLUDED.data",
+                &[name, data],
+            )?;
+        }
         tx.commit()?;
         Ok(())
     }

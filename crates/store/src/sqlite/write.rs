@@ -240,9 +240,17 @@ impl StoreWrite for SqliteStore {
         Ok(())
     }
 
-    fn set_aux(&mut self, name: &str, data: &[u8]) -> Result<()> {
+    fn write_aux(&mut self, put: &[(&str, &[u8])], remove: &[&str]) -> Result<()> {
         let tx = self.conn.transaction()?;
-        tx.execute("INSERT OR REPLACE INTO aux (name, data) VALUES (?1, ?2)", params![name, data])?;
+        for name in remove {
+            tx.execute("DELETE FROM aux WHERE name = ?1", params![name])?;
+        }
+        for (name, data) in put {
+            tx.execute(
+                "INSERT OR REPLACE INTO aux (name, data) VALUES (?1, ?2)",
+                params![name, data],
+            )?;
+        }
         bump_generation(&tx)?;
         tx.commit()?;
         Ok(())
