@@ -155,12 +155,14 @@ fn hnsw_finds_what_exact_search_finds() {
     }
 
     // A server's engines: the writer leaves the graph to a background build. After a write
-    // the stored graph is stale, and queries scan exactly (the new document is found) until
-    // the graph is rebuilt and saved; then they use it again.
+    // the stored graph lacks the new row, which queries scan exactly (the new document is
+    // found) beside the graph's walk; stopping, the server freezes it into a segment of its
+    // own and saves that, not the whole graph again.
     let mut writer = Engine::new(SqliteStore::open(dir.path()).unwrap())
         .with_embedder(Arc::clone(&model))
         .with_background_index();
     let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
+    assert!(reader.build_vector_index().unwrap().is_empty(), "it holds the saved graph");
     let probe = "Quokkas are small wallabies that smile for photographs on Rottnest Island.";
     let mut ingest = writer.ingest(&"sentences".parse().unwrap()).unwrap();
     ingest.add(Document::new("quokka", "Quokka", probe)).unwrap();
@@ -173,17 +175,22 @@ fn hnsw_finds_what_exact_search_finds() {
     };
     assert_eq!(top(&reader), "quokka", "stale graph: an exact scan finds the new document");
     let q = &queries[0];
-    assert_eq!(search(&reader, q, false), search(&reader, q, true), "exact until rebuilt");
-    let builds = reader.build_vector_index().unwrap();
-    assert_eq!(builds.len(), 1, "the plain graph is stale");
-    writer.save_vector_index(builds).unwrap();
+    assert_eq!(search(&reader, q, false), search(&reader, q, true), "the new row is scanned");
+    let whole = writer.store().aux("hnsw:plain").unwrap();
+    assert!(reader.build_vector_index().unwrap().is_empty(), "one row is too few to freeze");
+    let last = reader.compact_vector_index().unwrap();
+    assert_eq!(last.len(), 1, "stopping freezes it into a segment");
+    writer.save_vector_index(last).unwrap();
     assert!(reader.build_vector_index().unwrap().is_empty(), "and current once saved");
-    assert_eq!(top(&reader), "quokka", "the rebuilt graph has it");
+    assert_eq!(writer.store().aux("hnsw:plain").unwrap(), whole, "the whole graph is kept");
+    assert_eq!(top(&reader), "quokka", "the segment has it");
+    let next = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(model);
+    assert_eq!(top(&next), "quokka", "and a new process reads it");
 }
 
 #[test]
 #[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]
-fn adding_to_a_store_carries_its_stored_graph_over_to_the_new_rows() {
+fn adding_to_a_store_keeps_its_stored_graph_and_saves_only_the_change() {
     let dir = tempfile::tempdir().unwrap();
     let (mut engine, queries, model) = wiki_sentences(dir.path());
     // The stored graph keeps the chunk ids it was built over, after its stamp.
@@ -201,12 +208,14 @@ fn adding_to_a_store_carries_its_stored_graph_over_to_the_new_rows() {
     }
     ingest.add(Document::new("quokka", "Quokka", probe)).unwrap();
     let report = ingest.finish().unwrap();
-    assert!(report.vector_index_built, "the graph follows the writes");
-    // A new process finds it current, and it searches the changed rows as a build would.
+    assert!(report.vector_index_built, "the removed rows are saved as tombstones");
+    assert_eq!(engine.store().aux("hnsw:plain").unwrap(), Some(blob), "the graph is kept");
+    // A new process finds the saved state current, and searches the changed rows: the
+    // stored graph without the removed ones, and the new ones (too few to freeze) scanned.
     let next = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(model);
-    assert!(next.build_vector_index().unwrap().is_empty(), "the carried-over graph is current");
+    assert!(next.build_vector_index().unwrap().is_empty(), "nothing more to save");
     let after = recall(&next, &queries, "exact=false");
-    eprintln!("recall@10 {after:.4} on the graph carried over to the changed rows");
+    eprintln!("recall@10 {after:.4} on the stored graph with the changed rows");
     assert!(after >= 0.95, "recall@10 = {after}");
     let strategy = Strategy { mode: Mode::Dense, k: 10, ..Strategy::default() };
     let req = SearchRequest { query: probe.into(), strategy, explain: false, filter: None };
@@ -230,12 +239,12 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
 
     // Ten rounds, each removing 140 documents and adding 140 (their texts under new ids):
     // about 10,000 vector changes in all. After each round the reader applies the change log
-    // and the server's indexer makes a pass: it would freeze every 4,096 rows written since
-    // into a segment with a graph of its own, but in a collection this small the changes pass
-    // a tenth of it first (about every fourth round), and it makes one graph over all rows, for
-    // saving. (The int8 test below and `vectors::segments`' unit tests freeze segments.)
+    // and the server's indexer makes a pass: it freezes every 4,096 rows written since into a
+    // segment with a graph of its own and saves what is new (segments, removed rows), never
+    // the whole graph again.
     let ids = writer.store().document_ids().unwrap();
     let (mut removed, mut added, mut saved) = (0, 0, 0);
+    let whole = writer.store().aux("hnsw:plain").unwrap().unwrap();
     let graph_bytes = || {
         let memory = reader.vector_memory();
         memory.iter().find(|(k, _)| k == "plain:hnsw").map_or(0, |(_, b)| *b)
@@ -261,28 +270,31 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
         assert!(found.contains(&probe.document.id), "round {round}: {found:?}");
         assert!(found.iter().all(|d| !gone.contains(d)), "round {round}: {found:?}");
         let persisted = reader.build_vector_index().unwrap();
-        assert!(persisted.len() <= 1, "round {round}: one graph");
+        assert!(persisted.len() <= 1, "round {round}: one save");
+        let bytes: usize = persisted.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
+        assert!(bytes < whole.len() / 3, "round {round}: {bytes} bytes, not the whole graph");
         saved += persisted.len();
         writer.save_vector_index(persisted).unwrap();
     }
     assert!(removed + added >= 9_000, "{removed} removed, {added} added");
-    assert!((1..10).contains(&saved), "one graph over all rows saved {saved} times in 10 passes");
+    assert_eq!(saved, 10, "each pass saves its change");
+    assert_eq!(writer.store().aux("hnsw:plain").unwrap().unwrap(), whole, "the graph is kept");
     let graphs = graph_bytes();
     let after = recall(&reader, &queries, "exact=false");
     eprintln!(
         "recall@10 {before:.4} before and {after:.4} after {removed} removals and {added} \
-         additions ({saved} of 10 passes saved one graph; {graphs} graph bytes in memory)"
+         additions ({graphs} graph bytes in memory)"
     );
     assert!(after >= 0.99, "recall@10 after the changes: {after}");
 
-    // Stopping, a server makes one graph over the rows its segments hold and saves it: a new
-    // process finds the graph current (nothing to build) and searches it as well.
-    // `check` sees the stored graph behind the writes since its last save, and not damaged.
+    // Stopping, a server freezes the rows written since the last segment into one and saves
+    // it: a new process finds every row in a saved graph (nothing to build) and searches them
+    // as well. Before, `check` sees the saved segments behind by those rows, not damaged.
     let behind = &writer.check_vector_indexes().unwrap()[0];
-    assert!(!behind.current && behind.problem.is_none(), "{behind:?}");
-    assert!(behind.missing > Some(0) && behind.removed > Some(0), "{behind:?}");
+    assert!(!behind.current && behind.problem.is_none() && behind.segments >= 1, "{behind:?}");
+    assert!(behind.missing > Some(0) && behind.removed == Some(0), "{behind:?}");
     let last = reader.compact_vector_index().unwrap();
-    assert_eq!(last.len(), 1, "the changes since the last compaction");
+    assert_eq!(last.len(), 1, "the rows written since the last segment");
     writer.save_vector_index(last).unwrap();
     let saved = &writer.check_vector_indexes().unwrap()[0];
     assert!(saved.current && saved.missing == Some(0) && saved.problem.is_none(), "{saved:?}");

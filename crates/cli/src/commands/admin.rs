@@ -101,11 +101,15 @@ pub fn check(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
             (Some(m), Some(r)) => format!(": {m} vectors written and {r} removed since"),
             _ => String::new(),
         };
+        let segments = match g.segments {
+            0 => String::new(),
+            n => format!(" (the whole graph and {n} segments)"),
+        };
         if g.current {
-            outln!("HNSW graph of `{}`: current, {} rows", g.representation, g.rows);
+            outln!("HNSW graph of `{}`: current, {} rows{segments}", g.representation, g.rows);
         } else {
             outln!(
-                "HNSW graph of `{}`: stale{behind} (carried over or rebuilt by the next `ckeep add` or server)",
+                "HNSW graph of `{}`: behind{behind}{segments}; the next `ckeep add` or server indexes them",
                 g.representation
             );
         }

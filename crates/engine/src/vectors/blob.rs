@@ -22,6 +22,23 @@ impl std::fmt::Display for GraphBlobName<'_> {
     }
 }
 
+impl GraphBlobName<'_> {
+    /// The blob of frozen segment `id` ([`super::saved`]).
+    pub fn segment(&self, id: u64) -> String {
+        format!("{self}#{id}")
+    }
+
+    /// The blob that lists the saved segments.
+    pub fn list(&self) -> String {
+        format!("{self}#segments")
+    }
+
+    /// Blob `n` of tombstoned rows' vectors.
+    pub fn gone(&self, n: u64) -> String {
+        format!("{self}#gone{n}")
+    }
+}
+
 /// What the persisted graph was built over: the vectors' chunk ids and dimension. A graph with
 /// another stamp is stale.
 pub(crate) fn stamp(m: &VectorMatrix) -> [u8; 32] {

@@ -140,7 +140,13 @@ impl<S: StoreRead> Engine<S> {
         {
             return Ok(index);
         }
-        Ok(DenseIndex::whole(self.load_matrix(repr)?, generation))
+        let m = self.load_matrix(repr)?;
+        match &repr.source {
+            Source::Stored(name) => self.open_dense(name, m, generation),
+            Source::SummaryAvg { .. } | Source::WindowAvg(_) => {
+                Ok(DenseIndex::whole(m, generation))
+            }
+        }
     }
 
     /// `index` with the vectors of the chunks `changed` (under stored representation `name`)

@@ -1,8 +1,9 @@
 //! Keeping each representation's HNSW graphs current: one built (and persisted) for a
-//! collection read whole; under a server's writes, segments with graphs of their own for the
-//! rows written since ([`super::segments`]), until those changes pass [`COMPACT_SHARE`] of the
-//! collection: then one graph over all rows is made (the stored one carried over) and
-//! persisted. The writer's side of the vectors: searches only read what this installs.
+//! collection read whole; after writes, segments with graphs of their own for the rows written
+//! since ([`super::segments`]), saved as they are made ([`super::saved`]), so an update and a
+//! save cost the size of the change; one graph over all rows again (the stored one carried
+//! over) only once the segments outgrow the first or its removed rows pass [`REBUILD_SHARE`]
+//! of it. The writer's side of the vectors: searches only read what this installs.
 
 use std::sync::Arc;
 
@@ -18,52 +19,65 @@ use crate::manifest::ManifestExt;
 use crate::represent::{Resolved, Source};
 use crate::{Engine, Result};
 
-/// A server makes and persists one graph over all rows once the rows written or removed since
-/// the stored one pass this share of them: often enough that a restart (or a crash) rarely
-/// finds the stored graph stale, seldom enough that persisting (the whole graph, ~160 B a row)
-/// stays a small part of the writes.
-const COMPACT_SHARE: f64 = 0.1;
-
-/// An HNSW graph built for the vectors of one representation, ready to persist.
-#[derive(Debug)]
+/// Blobs to write to the store (graphs, segments, their list) and to remove, in one
+/// transaction ([`StoreWrite::write_aux`]).
+#[derive(Debug, Default)]
 pub struct VectorIndexBuild {
-    name: String,
-    blob: Vec<u8>,
+    puts: Vec<(String, Vec<u8>)>,
+    removes: Vec<String>,
 }
 
 impl VectorIndexBuild {
-    /// `graph` of representation `name`, built over the rows of `m` (see [`graph_blob`]).
-    fn new(name: &str, m: &VectorMatrix, graph: &Hnsw) -> Self {
-        Self { name: name.to_string(), blob: graph_blob(m, graph) }
+    pub(crate) fn put(&mut self, name: String, blob: Vec<u8>) {
+        self.puts.push((name, blob));
     }
+
+    pub(crate) fn remove(&mut self, name: String) {
+        self.removes.push(name);
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.puts.is_empty() && self.removes.is_empty()
+    }
+
+    /// Bytes written.
+    pub fn bytes(&self) -> usize {
+        self.puts.iter().map(|(_, b)| b.len()).sum()
+    }
+}
+
+/// Whether the segments of `index` have outgrown its first: removed rows past
+/// [`REBUILD_SHARE`] of it (walks pass through them), or more rows elsewhere than in it (a
+/// merge would soon rebuild as many). Then one graph over all rows is cheaper.
+fn outgrown(index: &DenseIndex) -> bool {
+    let first = index.first().rows.len();
+    let dead = index.removed.get(&index.first().id).map_or(0, std::collections::HashSet::len);
+    let elsewhere = index.len() - (first - dead);
+    dead as f64 > REBUILD_SHARE * first as f64 || elsewhere > first
 }
 
 impl<S: StoreRead> Engine<S> {
     /// Brings the HNSW graph of each stored chunk-level representation whose collection is
-    /// large enough up to date with its vectors. Reads only, so a server does it while its
-    /// writer keeps ingesting; [`Engine::save_vector_index`] persists what it returns.
+    /// large enough up to date with its vectors, and returns what to save of them. Reads only,
+    /// so a server does it while its writer keeps ingesting; [`Engine::save_vector_index`]
+    /// persists what it returns.
     ///
-    /// A graph for vectors read whole is built and returned (unless the store has it). With a
-    /// background index (a server), rows written or removed since the graph are inserted
-    /// into it or tombstoned, in memory; once they are a tenth of it, the graph is compacted
-    /// over the live rows (tombstones dropped) and returned, and it is rebuilt only when
-    /// removed rows pass a fifth of it. Without one, a changed collection gets its graph
-    /// anew (the stored one carried over to it, or a build), so the stored graph stays
-    /// current for the next process.
+    /// A collection read whole gets its graph built (unless the store has it). After writes,
+    /// the rows written since are frozen into segments with graphs of their own, which merge
+    /// by size; what is new of them is returned for saving (see the module's account).
     pub fn build_vector_index(&self) -> Result<Vec<VectorIndexBuild>> {
-        self.update_vector_index(COMPACT_SHARE)
+        self.update_vector_index(false)
     }
 
-    /// [`Engine::build_vector_index`], with every graph updated in place since it was stored
-    /// compacted and returned for persisting, however few its changes: what a server does
-    /// before it stops, so the next process finds a current graph instead of building one.
+    /// [`Engine::build_vector_index`], with the rows written since the last segment frozen
+    /// into one however few they are: what a server does before it stops, so the next
+    /// process finds every row in a saved graph.
     pub fn compact_vector_index(&self) -> Result<Vec<VectorIndexBuild>> {
-        self.update_vector_index(0.0)
+        self.update_vector_index(true)
     }
 
-    /// Brings the graphs up to date; a graph updated in place is compacted (and returned for
-    /// persisting) once its inserts and tombstones are more than `compact_at` of its rows.
-    fn update_vector_index(&self, compact_at: f64) -> Result<Vec<VectorIndexBuild>> {
+    /// Brings the graphs up to date; `last`: the tail is frozen whatever its size.
+    fn update_vector_index(&self, last: bool) -> Result<Vec<VectorIndexBuild>> {
         let manifest = self.store.manifest()?;
         let mut builds = Vec::new();
         if self.store.vector_search().is_some() {
@@ -96,44 +110,50 @@ impl<S: StoreRead> Engine<S> {
                 continue;
             }
             let base = &index.first().rows;
-            // A server's indexer starts from the stored graph when it is the first segment's
-            // (no query may have loaded it yet); elsewhere a changed collection gets a new one.
-            let graph = if self.background_index {
-                self.graph(name, base, index.read_at)
-            } else {
-                self.cached_graph(name, index.read_at)
-            };
+            let stored = self.has_current_graph(name, &stamp(base))?;
             if index.is_pure() {
-                if self.has_current_graph(name, &stamp(base))? {
+                if stored {
                     continue;
                 }
+                // A server's indexer starts from the graph a query may have loaded.
+                let graph = if self.background_index {
+                    self.graph(name, base, index.read_at)
+                } else {
+                    self.cached_graph(name, index.read_at)
+                };
                 let graph = graph.unwrap_or_else(|| Arc::new(self.graph_for(name, base)));
-                builds.push(VectorIndexBuild::new(name, base, &graph));
+                builds.push(self.whole_build(name, base, &graph)?);
                 self.vectors.set_graph(name, index.read_at, Some(Arc::clone(&graph)));
                 self.vectors.update(name, |current: &DenseIndex, _| {
                     Ok(current.with_first_graph(&index, graph))
                 })?;
                 continue;
             }
-            // A server freezes and merges the rows written since into segments with graphs of
-            // their own, until they are a tenth of the collection (or it stops): then one graph
-            // over all of them is made and saved, for the next process.
-            let changes = index.changes() as f64;
-            if self.background_index
-                && (graph.is_some() || base.len() < ANN_MIN_VECTORS)
-                && changes <= compact_at * index.len() as f64
-            {
-                self.refresh_segments((name, name), &index, generation, |m| m)?;
+            // The rows written since the stored graph go into segments, saved as they are
+            // made, until they outgrow it.
+            if stored && !outgrown(&index) {
+                self.refresh_segments((name, name), &index, generation, last, |m| m)?;
+                let (now, _, _) = self.dense_index(&repr)?;
+                builds.extend(self.segment_save(name, &now)?);
                 continue;
             }
             let m = index.sorted_matrix();
             let graph = Arc::new(self.graph_for(name, &m));
-            builds.push(VectorIndexBuild::new(name, &m, &graph));
+            builds.push(self.whole_build(name, &m, &graph)?);
             let whole = DenseIndex::whole(m, generation);
             let _ = whole.first().graph.set(Some(graph));
             self.install(&repr, whole, generation)?;
         }
         Ok(builds)
+    }
+
+    /// The save of `graph`, built over the rows of `m`, as the whole graph of representation
+    /// `name` (see [`graph_blob`]): the segments saved beside the one it replaces end.
+    fn whole_build(&self, name: &str, m: &VectorMatrix, graph: &Hnsw) -> Result<VectorIndexBuild> {
+        let mut build = VectorIndexBuild::default();
+        self.segments_ended(name, &mut build)?;
+        build.put(GraphBlobName(name).to_string(), graph_blob(m, graph));
+        Ok(build)
     }
 
     /// The graph an int8 representation's codes walk, built over its float32 vectors (read
@@ -147,7 +167,7 @@ impl<S: StoreRead> Engine<S> {
             return Ok(None);
         }
         let graph = self.graph_for(&repr.key, &m);
-        Ok(Some(VectorIndexBuild::new(&repr.key, &m, &graph)))
+        Ok(Some(self.whole_build(&repr.key, &m, &graph)?))
     }
 
     /// A graph over the rows of `m` (representation `name`'s, as a whole read gives them):
@@ -222,12 +242,15 @@ impl<S: StoreWrite> Engine<S> {
         Ok(built)
     }
 
-    /// Persists graphs from [`Engine::build_vector_index`]. Each carries the stamp of the
-    /// vectors it was built from: if they changed meanwhile, a process that reads them whole
-    /// ignores it until the next build.
+    /// Persists graphs and segments from [`Engine::build_vector_index`], each build in one
+    /// transaction. Each graph carries the stamp of the vectors it was built from: if they
+    /// changed meanwhile, a process that reads them whole ignores it until the next build.
     pub fn save_vector_index(&mut self, builds: Vec<VectorIndexBuild>) -> Result<()> {
         for b in builds {
-            self.store.set_aux(&GraphBlobName(&b.name).to_string(), &b.blob)?;
+            let puts: Vec<(&str, &[u8])> =
+                b.puts.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect();
+            let removes: Vec<&str> = b.removes.iter().map(String::as_str).collect();
+            self.store.write_aux(&puts, &removes)?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@
 //! - `segments`: a server's indexer freezing and merging segments;
 //! - `blob`: the stored graph's format (stamp, chunk ids, graph);
 //! - `maintain`: the writer's side, keeping each graph current and saving it;
+//! - `saved`: segments as the store keeps them, so a save writes only what changed;
 //! - `verify`: `ckeep check` of the stored graphs against the store's vectors.
 //!
 //! Nothing here imports the search pipeline (`search`, `expand`): vectors are below it.
@@ -23,6 +24,7 @@ mod dense;
 pub(crate) mod live;
 mod maintain;
 mod quantized;
+mod saved;
 mod segmented;
 mod segments;
 mod verify;

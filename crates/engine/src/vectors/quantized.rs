@@ -177,7 +177,7 @@ impl<S: StoreRead> Engine<S> {
             ids: m.ids,
             docs: m.docs,
         };
-        self.refresh_segments((name, &codes_key(name, kind)), &index, generation, rows_of)
+        self.refresh_segments((name, &codes_key(name, kind)), &index, generation, false, rows_of)
     }
 
     /// The graph the int8 codes read whole (`first`) of stored representation `name` walk:

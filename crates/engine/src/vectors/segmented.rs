@@ -1,8 +1,9 @@
 //! A representation's rows as dense search holds them while the store changes, whatever their
 //! precision (float32 vectors, int8 or binary codes): segments of rows, each with the HNSW
-//! graph it walks, plus tombstones and a scanned tail. The first segment is the rows read
-//! whole, which walk the store's graph; a server's indexer freezes the rows written since into
-//! further segments, each with its own graph, and merges them by size ([`super::segments`]).
+//! graph it walks, plus tombstones and a scanned tail. The first segment is the rows the store's
+//! whole graph was built over, which walk it; a server's indexer freezes the rows written since
+//! into further segments, each with its own graph, and merges them by size
+//! ([`super::segments`]); the store keeps them too ([`super::saved`]).
 //! Rows written after the last freeze are the tail, scanned; rows removed or replaced since
 //! their segment was made are its tombstones. So a store under writes walks graphs, and a
 //! change costs its own size — as Lucene, tantivy and Qdrant keep theirs.
@@ -146,14 +147,18 @@ impl<R: Rows> Segmented<R> {
         self.segments.iter().map(|s| s.rows.dim()).max().unwrap_or(0).max(self.tail.dim())
     }
 
+    /// The rows of `segment` not removed since it was made, in its order.
+    pub fn live_rows<'a>(&'a self, segment: &'a Segment<R>) -> impl Iterator<Item = usize> + 'a {
+        let dead = self.removed.get(&segment.id);
+        (0..segment.rows.len()).filter(move |&r| dead.is_none_or(|d| !d.contains(&(r as u32))))
+    }
+
     /// The live chunks of `segment`, in its order.
     pub fn live_chunks<'a>(
         &'a self,
         segment: &'a Segment<R>,
     ) -> impl Iterator<Item = ChunkId> + 'a {
-        let dead = self.removed.get(&segment.id);
-        let rows = segment.rows.ids().iter().enumerate();
-        rows.filter(move |(r, _)| dead.is_none_or(|d| !d.contains(&(*r as u32)))).map(|(_, &c)| c)
+        self.live_rows(segment).map(|r| segment.rows.ids()[r])
     }
 
     /// The index after the writes that changed the vectors of `changed`, whose rows now are

@@ -79,20 +79,27 @@ impl SegmentPlan {
 impl<S: StoreRead> Engine<S> {
     /// One pass of a server's indexer over `index`, the rows of stored representation `name`
     /// cached under `key` as read at `generation` (see the module's account); whether it
-    /// changed them. The graph is built outside any lock, from the float32 vectors of the rows
-    /// it covers (`rows_of` makes the segment's rows of them); readers keep searching the rows
-    /// as they were until it is installed.
+    /// changed them. `last`: the process stops, so the tail is frozen alone, whatever its
+    /// size. The graph is built outside any lock, from the float32 vectors of the rows it
+    /// covers (`rows_of` makes the segment's rows of them); readers keep searching the rows as
+    /// they were until it is installed.
     pub(crate) fn refresh_segments<R: Rows>(
         &self,
         (name, key): (&str, &str),
         index: &Segmented<R>,
         generation: u64,
+        last: bool,
         rows_of: impl FnOnce(VectorMatrix) -> R,
     ) -> Result<bool>
     where
         Segmented<R>: Cached,
     {
-        let Some(plan) = SegmentPlan::of(index) else { return Ok(false) };
+        let plan = if last {
+            (index.tail.len() > 0).then(|| SegmentPlan { freeze_tail: true, merged: Vec::new() })
+        } else {
+            SegmentPlan::of(index)
+        };
+        let Some(plan) = plan else { return Ok(false) };
         let mut ids: Vec<ChunkId> =
             if plan.freeze_tail { index.tail.ids().to_vec() } else { Vec::new() };
         for s in index.segments.iter().filter(|s| plan.merged.contains(&s.id)) {

@@ -1,7 +1,8 @@
-//! `ckeep check` for the vector indexes: each stored HNSW graph read back and compared with the
-//! store's vectors. A graph that cannot be read is a problem (the store was damaged; the next
-//! build replaces it); a stale one is not — a process carries it over or rebuilds it — but the
-//! report says how far behind it is, so a crash's cost is visible before a restart pays it.
+//! `ckeep check` for the vector indexes: each stored HNSW graph and its saved segments read
+//! back and compared with the store's vectors. A graph or segment that cannot be read is a
+//! problem (the store was damaged; the next build replaces it); a stale one is not — a process
+//! scans the rows it lacks and freezes them into segments, or rebuilds — but the report says
+//! how far behind it is, so a crash's cost is visible before a restart pays it.
 
 use std::collections::HashSet;
 
@@ -11,6 +12,7 @@ use ckeep_store::StoreRead;
 use serde::Serialize;
 
 use super::blob::{GraphBlobName, blob_parts, is_current, stamp_of};
+use super::saved::SegmentList;
 use crate::manifest::ManifestExt;
 use crate::{Engine, Result};
 
@@ -19,14 +21,17 @@ use crate::{Engine, Result};
 pub struct GraphCheck {
     /// The stored representation (`plain`, ...).
     pub representation: String,
-    /// Rows the graph was built over.
+    /// Rows the graph and its saved segments were built over.
     pub rows: usize,
-    /// Whether it was built over exactly the vectors the store holds now.
+    /// Frozen segments saved beside the whole graph.
+    pub segments: usize,
+    /// Whether the graph and its segments hold exactly the vectors the store holds now.
     pub current: bool,
-    /// Vectors the store holds that the graph lacks (`None` for graphs stored before their
-    /// chunk ids were kept).
+    /// Vectors the store holds that neither the graph nor a segment has (`None` for graphs
+    /// stored before their chunk ids were kept).
     pub missing: Option<usize>,
-    /// Rows of the graph whose chunk the store no longer has (`None` likewise).
+    /// Rows held whose chunk the store no longer has, not yet saved as removed (`None`
+    /// likewise).
     pub removed: Option<usize>,
     /// Why the graph cannot be used, when it cannot (a damaged blob).
     pub problem: Option<String>,
@@ -45,9 +50,53 @@ impl<S: StoreRead> Engine<S> {
                 dim = v.len();
                 ids.push(chunk);
             })?;
-            checks.push(check_graph(name, &blob, dim, &ids));
+            let mut check = check_graph(name, &blob, dim, &ids);
+            if check.problem.is_none() {
+                self.check_segments(&mut check, &blob, dim, &ids)?;
+            }
+            checks.push(check);
         }
         Ok(checks)
+    }
+
+    /// `check` (of the whole graph `blob`, sound) completed with the segments saved beside it,
+    /// if any: their blobs read back, and the rows of all of them compared with the store's
+    /// vectors `ids` of dimension `dim`.
+    fn check_segments(
+        &self,
+        check: &mut GraphCheck,
+        blob: &[u8],
+        dim: usize,
+        ids: &[ChunkId],
+    ) -> Result<()> {
+        let name = check.representation.clone();
+        let Some(bytes) = self.store.aux(&GraphBlobName(&name).list())? else { return Ok(()) };
+        let Some(list) = SegmentList::from_bytes(&bytes) else {
+            check.problem = Some("the segment list cannot be read".into());
+            return Ok(());
+        };
+        if !is_current(blob, &list.base) {
+            return Ok(()); // it extends an older whole graph: ignored, and ended by the next save
+        }
+        let Some(saved) = self.saved_segments(&name, dim)? else {
+            check.problem = Some("a saved segment is missing or damaged".into());
+            return Ok(());
+        };
+        let dead: HashSet<(u64, ChunkId)> =
+            saved.list.removed.iter().flat_map(|(s, c)| c.iter().map(|c| (*s, *c))).collect();
+        let parts =
+            std::iter::once((0, &saved.base)).chain(saved.frozen.iter().map(|f| (f.0, &f.1)));
+        let mut held = HashSet::new();
+        for (segment, rows) in parts {
+            held.extend(rows.iter().filter(|&&c| !dead.contains(&(segment, c))).copied());
+        }
+        let now: HashSet<ChunkId> = ids.iter().copied().collect();
+        let (missing, removed) = (now.difference(&held).count(), held.difference(&now).count());
+        check.rows = saved.base.len() + saved.frozen.iter().map(|f| f.1.len()).sum::<usize>();
+        check.segments = saved.frozen.len();
+        check.current = missing == 0 && removed == 0;
+        (check.missing, check.removed) = (Some(missing), Some(removed));
+        Ok(())
     }
 }
 
@@ -57,6 +106,7 @@ fn check_graph(name: &str, blob: &[u8], dim: usize, ids: &[ChunkId]) -> GraphChe
     let mut check = GraphCheck {
         representation: name.to_string(),
         rows: 0,
+        segments: 0,
         current: false,
         missing: None,
         removed: None,

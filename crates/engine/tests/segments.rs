@@ -1,0 +1,227 @@
+//! Segments saved as they are made: a server's update writes bytes in proportion to its change,
+//! a new process searches the saved segments as the server did, `check` verifies them, and a
+//! process killed (SIGKILL) while it saves leaves a store that passes `check` and answers as
+//! before. Fast tier: `SQLite` and the deterministic test embedder.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use ckeep_core::Document;
+use ckeep_engine::{ANN_MIN_VECTORS, Engine, Mode, SearchRequest, Strategy};
+use ckeep_store::{SqliteStore, StoreRead, StoreWrite};
+
+/// The text of document `i`: its own number, and words it shares with many others.
+fn text(i: usize) -> String {
+    format!("note {i} on topic {} about item {} and part {}", i % 97, i % 13, i % 7)
+}
+
+fn model() -> Arc<dyn ckeep_embed::Embedder> {
+    Arc::new(ckeep_embed::HashingEmbedder::new(64))
+}
+
+/// An engine over the store in `dir` (a new process's view).
+fn open(dir: &Path) -> Engine<SqliteStore> {
+    Engine::new(SqliteStore::open_or_create(dir).unwrap()).with_embedder(model())
+}
+
+/// Adds documents `added` and removes documents `removed` in one ingest.
+fn write(engine: &mut Engine<SqliteStore>, added: std::ops::Range<usize>, removed: &[usize]) {
+    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    ingest.remove(removed.iter().map(|i| format!("d{i}")));
+    for i in added {
+        ingest.add(Document::new(format!("d{i}"), "", text(i))).unwrap();
+    }
+    ingest.finish().unwrap();
+}
+
+/// The top-10 documents of dense search for document `i`'s text.
+fn top10(engine: &Engine<SqliteStore>, i: usize) -> Vec<String> {
+    search(engine, i, false)
+}
+
+/// The top-10 documents for document `i`'s text, by an exact scan when `exact`.
+fn search(engine: &Engine<SqliteStore>, i: usize, exact: bool) -> Vec<String> {
+    let strategy = Strategy { mode: Mode::Dense, k: 10, exact, ..Strategy::default() };
+    let req = SearchRequest { query: text(i), strategy, explain: false, filter: None };
+    engine.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect()
+}
+
+/// A store of `ANN_MIN_VECTORS + 500` documents whose whole graph `ckeep add` saved.
+fn large_store(dir: &Path) -> usize {
+    let n = ANN_MIN_VECTORS + 500;
+    write(&mut open(dir), 0..n, &[]);
+    n
+}
+
+#[test]
+fn a_server_saves_its_new_segments_alone_and_a_new_process_searches_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = large_store(dir.path());
+    let whole_bytes = open(dir.path()).store().aux("hnsw:plain").unwrap().unwrap().len();
+    let mut writer = open(dir.path()).with_background_index();
+    let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
+    assert!(reader.build_vector_index().unwrap().is_empty(), "the ingest saved the graph");
+
+    // 5,000 added and 250 removed: a pass freezes the new rows into a segment and saves it,
+    // with the removed rows' vectors.
+    let removed: Vec<usize> = (0..300).collect();
+    write(&mut writer, n..n + 5_000, &removed[..250]);
+    let builds = reader.build_vector_index().unwrap();
+    let bytes: usize = builds.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
+    assert_eq!(builds.len(), 1);
+    assert!(bytes < whole_bytes / 3, "{bytes} bytes saved; the whole graph is {whole_bytes}");
+    writer.save_vector_index(builds).unwrap();
+    let check = &writer.check_vector_indexes().unwrap()[0];
+    assert!(check.current && check.segments == 1 && check.problem.is_none(), "{check:?}");
+    assert!(reader.build_vector_index().unwrap().is_empty(), "nothing new to save");
+    // 1,000 more and 50 removed: too few to freeze; the tombstones alone are saved.
+    write(&mut writer, n + 5_000..n + 6_000, &removed[250..]);
+    let builds = reader.build_vector_index().unwrap();
+    let bytes: usize = builds.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
+    // Their vectors (with chunk and document) and the list of all 300 tombstones.
+    assert!(bytes < 50 * (16 + 4 * 64) + 300 * 8 + 1_000, "{bytes} bytes for 50 removed rows");
+    writer.save_vector_index(builds).unwrap();
+    let check = &writer.check_vector_indexes().unwrap()[0];
+    assert_eq!((check.missing, check.removed), (Some(1_000), Some(0)), "{check:?}");
+
+    // Stopping, the server freezes the tail too: every row is in a saved graph.
+    let last = reader.compact_vector_index().unwrap();
+    assert_eq!(last.len(), 1);
+    writer.save_vector_index(last).unwrap();
+    let check = &writer.check_vector_indexes().unwrap()[0];
+    assert!(check.current && check.segments == 2 && check.missing == Some(0), "{check:?}");
+    assert_eq!(check.rows, n + 6_000, "the whole graph keeps its removed rows as tombstones");
+
+    // A new process opens the saved segments: nothing to build, the same answers, no removed
+    // document.
+    let next = open(dir.path());
+    assert!(next.build_vector_index().unwrap().is_empty(), "the saved segments are current");
+    for i in (0..n + 6_000).step_by(997) {
+        let found = top10(&next, i);
+        assert_eq!(found, top10(&reader, i), "query {i}");
+        assert!(found.iter().all(|d| !removed.iter().any(|r| *d == format!("d{r}"))));
+        if i >= 300 {
+            assert!(found.contains(&format!("d{i}")), "query {i}: {found:?}");
+        }
+    }
+    let memory = next.vector_memory();
+    let graphs = memory.iter().find(|(k, _)| k == "plain:hnsw").map_or(0, |(_, b)| *b);
+    assert!(graphs > 0, "the segments' graphs are read back: {memory:?}");
+
+    // A damaged segment is a problem `check` names; a process then reads the rows whole.
+    let mut damaged = open(dir.path());
+    let list = damaged.store().aux("hnsw:plain#segments").unwrap().unwrap();
+    let first_segment = u64::from_le_bytes(list[44..52].try_into().unwrap());
+    let name = format!("hnsw:plain#{first_segment}");
+    let blob = damaged.store().aux(&name).unwrap().unwrap();
+    damaged.store_mut().set_aux(&name, &blob[..blob.len() / 2]).unwrap();
+    let problem = damaged.check_vector_indexes().unwrap()[0].problem.clone();
+    assert_eq!(problem.as_deref(), Some("a saved segment is missing or damaged"));
+    assert!(top10(&damaged, n + 7).contains(&format!("d{}", n + 7)));
+    // The next build makes one graph over every row again and ends the segments.
+    assert!(damaged.refresh_vector_index().unwrap());
+    let check = &damaged.check_vector_indexes().unwrap()[0];
+    assert!(check.current && check.segments == 0 && check.problem.is_none(), "{check:?}");
+    assert_eq!(damaged.store().aux("hnsw:plain#segments").unwrap(), None);
+}
+
+/// Set to the store's directory in the child process [`killed_while_saving`] runs.
+const CHILD: &str = "CKEEP_SEGMENTS_CHILD";
+
+/// Queries the child reports its answers to, before each save.
+const PROBES: [usize; 4] = [3, 5_000, 20_000, 21_000];
+
+/// The child's rounds: 1,500 documents written and 100 removed, acknowledged; the indexer's
+/// pass, with the reader's answers before and after it and the store's generation; then the
+/// save. Runs only as [`killed_while_saving`]'s child.
+#[test]
+fn killed_while_saving() {
+    let Ok(dir) = std::env::var(CHILD) else { return };
+    let dir = Path::new(&dir);
+    let mut writer = open(dir).with_background_index();
+    let reader = writer.reader(SqliteStore::open(dir).unwrap());
+    let mut next = ANN_MIN_VECTORS + 500;
+    for round in 0.. {
+        let removed: Vec<usize> = (round * 100..(round + 1) * 100).map(|i| i * 7 + 1).collect();
+        write(&mut writer, next..next + 1_500, &removed);
+        next += 1_500;
+        println!("acked {next}");
+        let answers =
+            || -> Vec<Vec<String>> { PROBES.iter().map(|&i| top10(&reader, i)).collect() };
+        println!("before {}", serde_json::to_string(&answers()).unwrap());
+        let builds = reader.build_vector_index().unwrap();
+        println!("after {}", serde_json::to_string(&answers()).unwrap());
+        println!("generation {}", writer.store().generation().unwrap());
+        println!("saving");
+        writer.save_vector_index(builds).unwrap();
+    }
+}
+
+#[test]
+fn a_process_killed_while_saving_segments_leaves_a_store_that_answers_as_before() {
+    if std::env::var(CHILD).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    large_store(dir.path());
+    // Killed at the start of each of the fourth to sixth saves in turn: the first holds a
+    // segment, the later ones segments and tombstones; the kill lands before, inside or after
+    // the save's transaction, and each must leave a store as sound.
+    for kill_at in 4..=6 {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "killed_while_saving", "--nocapture", "--test-threads=1"])
+            .env(CHILD, dir.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (mut acked, mut saves, mut generation) = (0, 0, 0);
+        let (mut before, mut after_pass) = (String::new(), String::new());
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let line = line.unwrap();
+            if let Some(n) = line.strip_prefix("acked ") {
+                acked = n.parse().unwrap();
+            } else if let Some(a) = line.strip_prefix("before ") {
+                before = a.to_string();
+            } else if let Some(a) = line.strip_prefix("after ") {
+                after_pass = a.to_string();
+            } else if let Some(g) = line.strip_prefix("generation ") {
+                generation = g.parse().unwrap();
+            } else if line == "saving" {
+                saves += 1;
+                if saves == kill_at {
+                    child.kill().unwrap(); // SIGKILL
+                    break;
+                }
+            }
+        }
+        child.wait().unwrap();
+        assert_eq!(saves, kill_at, "the child stopped early");
+
+        let after = open(dir.path());
+        let report = after.store().check().unwrap();
+        assert!(report.is_ok(), "{report:?}");
+        let checks = after.check_vector_indexes().unwrap();
+        assert!(checks.iter().all(|c| c.problem.is_none()), "{checks:?}");
+        // The same answers as the reader gave over what the store now holds: after the pass
+        // when the save went through (it moves the generation), before it when it did not.
+        let saved = after.store().generation().unwrap() > generation;
+        let expected: Vec<Vec<String>> =
+            serde_json::from_str(if saved { &after_pass } else { &before }).unwrap();
+        let got: Vec<Vec<String>> = PROBES.iter().map(|&i| top10(&after, i)).collect();
+        assert_eq!(got, expected, "killed at save {kill_at}, saved: {saved}");
+        eprintln!(
+            "killed at save {kill_at}: the save {}",
+            if saved { "went through" } else { "did not" }
+        );
+        // The last acknowledged write is found as an exact scan finds it (64 hashed
+        // dimensions rank a text's own document near the top, not always first).
+        let last = format!("d{}", acked - 1);
+        let exact = search(&after, acked - 1, true);
+        assert!(exact.contains(&last) && top10(&after, acked - 1).contains(&last), "{exact:?}");
+        // The store keeps serving writes: the child's next run starts from it.
+        let ids = after.store().document_ids().unwrap();
+        assert!(ids.iter().any(|d| *d == format!("d{}", acked - 1)));
+    }
+}
