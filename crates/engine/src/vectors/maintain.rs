@@ -110,7 +110,7 @@ impl<S: StoreRead> Engine<S> {
                 continue;
             }
             let base = &index.first().rows;
-            let stored = self.has_current_graph(name, &stamp(base))?;
+            let stored = self.stored_first_graph(name, &index)?;
             if index.is_pure() {
                 if stored {
                     continue;
@@ -195,6 +195,22 @@ impl<S: StoreRead> Engine<S> {
             return None;
         }
         Some(graph.carried_over(&ids, &m.ids, &m.data))
+    }
+
+    /// Whether the store keeps the graph of `index`'s first segment (the rows of `name` read
+    /// whole). A server's indexer reads it into the segment when it does (its queries walk it),
+    /// so later passes need not read the blob again: the whole graph is most of a million-row
+    /// pass's time otherwise. (Elsewhere a segment's graph may be one built and not saved.)
+    fn stored_first_graph(&self, name: &str, index: &DenseIndex) -> Result<bool> {
+        let first = index.first();
+        if self.background_index && first.graph().is_some() {
+            return Ok(true);
+        }
+        let stored = self.has_current_graph(name, &stamp(&first.rows))?;
+        if stored && self.background_index {
+            first.graph.get_or_init(|| self.graph(name, &first.rows, index.read_at));
+        }
+        Ok(stored)
     }
 
     /// Whether the store keeps a graph for `name` built over rows with this stamp.
