@@ -62,8 +62,15 @@ impl Rows for CodeRows {
         self.codes.nearest(q, wanted, live)
     }
 
-    fn walk(&self, graph: &Hnsw, q: &[f32], k: usize, ef: usize) -> Option<Vec<(u32, f32)>> {
-        graph.search_codes(&self.codes, q, k, ef)
+    fn walk(
+        &self,
+        graph: &Hnsw,
+        q: &[f32],
+        k: usize,
+        ef: usize,
+        floor: f32,
+    ) -> Option<Vec<(u32, f32)>> {
+        graph.search_codes_above(&self.codes, q, k, ef, floor)
     }
 
     fn walk_kept(

@@ -97,8 +97,15 @@ impl Rows for VectorMatrix {
         scored.map(|(r, score)| (r as u32, score)).collect()
     }
 
-    fn walk(&self, graph: &Hnsw, q: &[f32], k: usize, ef: usize) -> Option<Vec<(u32, f32)>> {
-        (graph.len() == self.len()).then(|| graph.search(&self.data, q, k, ef))
+    fn walk(
+        &self,
+        graph: &Hnsw,
+        q: &[f32],
+        k: usize,
+        ef: usize,
+        floor: f32,
+    ) -> Option<Vec<(u32, f32)>> {
+        (graph.len() == self.len()).then(|| graph.search_above(&self.data, q, k, ef, floor))
     }
 
     fn walk_kept(

@@ -37,8 +37,16 @@ pub(crate) trait Rows: Debug + Clone + Default + Send + Sync {
         sparse: bool,
     ) -> Vec<(u32, f32)>;
     /// The best `k` rows found by walking `graph` (built over these rows), `None` when the
-    /// graph does not fit them.
-    fn walk(&self, graph: &Hnsw, q: &[f32], k: usize, ef: usize) -> Option<Vec<(u32, f32)>>;
+    /// graph does not fit them; the walk ends early past `floor` (see
+    /// [`Hnsw::search_above`]).
+    fn walk(
+        &self,
+        graph: &Hnsw,
+        q: &[f32],
+        k: usize,
+        ef: usize,
+        floor: f32,
+    ) -> Option<Vec<(u32, f32)>>;
     /// [`Rows::walk`] among the rows `keep` accepts.
     fn walk_kept(
         &self,
@@ -106,6 +114,17 @@ pub(crate) struct Segmented<R> {
     pub tail: R,
     /// The store generation the first segment was read whole at: its graph's cache key.
     pub read_at: u64,
+}
+
+/// The score of the `k`-th best of `hits`: what a row must beat to enter their top `k`
+/// (−∞ while there are fewer).
+fn kth_best(hits: &[ChunkHit], k: usize) -> f32 {
+    if k == 0 || hits.len() < k {
+        return f32::NEG_INFINITY;
+    }
+    let mut scores: Vec<f32> = hits.iter().map(|h| h.score).collect();
+    let (_, kth, _) = scores.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+    *kth
 }
 
 impl<R: Rows> Segmented<R> {
@@ -221,7 +240,9 @@ impl<R: Rows> Segmented<R> {
     /// The best `wanted` live rows for `q`, best first, among the documents `keep` accepts:
     /// each segment's graph walked when it has one and `walk` says so (with tombstones and
     /// rejected rows skipped), else its rows scanned; the tail scanned. Scores of every
-    /// segment are on one scale, so the merge ranks them as one collection would.
+    /// segment are on one scale, so the merge ranks them as one collection would. Larger
+    /// segments go first, and a later walk stops once it cannot beat the `wanted` rows found
+    /// before it: a small segment beside a large one costs a short walk.
     pub fn nearest(
         &self,
         q: &[f32],
@@ -230,8 +251,10 @@ impl<R: Rows> Segmented<R> {
         keep: Option<&(dyn Fn(DocKey) -> bool + Sync)>,
         walk: bool,
     ) -> Vec<ChunkHit> {
-        let mut hits = Vec::new();
-        for s in &self.segments {
+        let mut hits: Vec<ChunkHit> = Vec::new();
+        let mut order: Vec<&Arc<Segment<R>>> = self.segments.iter().collect();
+        order.sort_by_key(|s| std::cmp::Reverse(s.rows.len()));
+        for s in order {
             let rows = &*s.rows;
             let dead = self.removed.get(&s.id);
             let live = |r: usize| {
@@ -243,7 +266,8 @@ impl<R: Rows> Segmented<R> {
                 // A few more when tombstones may take places.
                 None => {
                     let asked = wanted + dead.map_or(0, HashSet::len).min(wanted);
-                    let found = rows.walk(g, q, asked, ef.max(asked))?;
+                    let floor = kth_best(&hits, wanted);
+                    let found = rows.walk(g, q, asked, ef.max(asked), floor)?;
                     Some(found.into_iter().filter(|&(r, _)| live(r as usize)).collect())
                 }
                 Some(_) => rows.walk_kept(g, q, wanted, ef.max(wanted), |r| live(r as usize)),

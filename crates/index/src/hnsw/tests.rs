@@ -138,3 +138,27 @@ fn a_filtered_walk_returns_only_kept_rows_and_finds_them() {
     assert!(through_codes.iter().all(|&(row, _)| kept(row)));
     assert_eq!(through_codes.len(), 10);
 }
+
+#[test]
+fn a_walk_given_a_floor_stops_early_yet_keeps_the_rows_above_it() {
+    let dim = 16;
+    let (data, queries) = (random(3000, dim, 11), random(50, dim, 12));
+    let g = Hnsw::build(&data, dim, HnswParams::default());
+    let (mut above, mut kept, mut shorter) = (0u32, 0u32, 0u32);
+    for q in queries.chunks_exact(dim) {
+        let full = g.search(&data, q, 10, 128);
+        assert_eq!(g.search_above(&data, q, 10, 128, f32::NEG_INFINITY), full);
+        // A floor at the exact 5th best: rows found elsewhere already fill a top 5.
+        let truth = exact(&data, dim, q, 5);
+        let floor = dot(q, &data[truth[4] as usize * dim..][..dim]);
+        let early = g.search_above(&data, q, 10, 128, floor);
+        for &(row, score) in full.iter().filter(|f| f.1 >= floor) {
+            above += 1;
+            kept += u32::from(early.contains(&(row, score)));
+        }
+        // The walk ended before its beam was spent: its 10th row may be worse.
+        shorter += u32::from(early.last().map(|e| e.1) < full.last().map(|f| f.1));
+    }
+    assert!(above >= 200 && f64::from(kept) >= 0.98 * f64::from(above), "{kept} of {above}");
+    assert!(shorter > 0, "a floor never shortened a walk");
+}
