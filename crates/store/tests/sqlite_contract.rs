@@ -246,3 +246,43 @@ fn a_staged_store_replaces_the_old_one_only_when_no_one_has_it_open() {
     let err = ckeep_store::staging_location("postgres://localhost/db").unwrap_err();
     assert!(matches!(err, Error::Unsupported(_)), "{err}");
 }
+
+#[test]
+fn a_store_whose_vectors_were_without_rowid_is_rewritten_once_and_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = SqliteStore::open_or_create(dir.path()).unwrap();
+    s.write_batch(vec![with_vector("a", 1.0), with_vector("b", 2.0)]).unwrap();
+    let (before, generation) = (s.vectors("plain").unwrap(), s.generation().unwrap());
+    drop(s);
+    // The table as stores made before 2026-11-28 have it.
+    let file = dir.path().join("ckeep.sqlite");
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER vector_log_insert; DROP TRIGGER vector_log_delete;
+         CREATE TABLE old (repr TEXT NOT NULL, chunk INTEGER NOT NULL, doc INTEGER NOT NULL,
+             vec BLOB NOT NULL, PRIMARY KEY (repr, chunk)) WITHOUT ROWID;
+         INSERT INTO old SELECT * FROM vectors; DROP TABLE vectors;
+         ALTER TABLE old RENAME TO vectors; CREATE INDEX vectors_doc ON vectors (doc);",
+    )
+    .unwrap();
+    drop(conn);
+    let layout = || {
+        let conn = rusqlite::Connection::open(&file).unwrap();
+        let sql: String = conn
+            .query_row("SELECT sql FROM sqlite_master WHERE name = 'vectors'", [], |r| r.get(0))
+            .unwrap();
+        sql.to_uppercase().contains("WITHOUT ROWID")
+    };
+    assert!(layout(), "the old layout was made");
+    let mut s = SqliteStore::open(dir.path()).unwrap();
+    assert!(!layout(), "rewritten on open");
+    let after = s.vectors("plain").unwrap();
+    assert_eq!((after.ids, after.docs, after.data), (before.ids, before.docs, before.data));
+    // The copy logged no change; later writes are logged again; the store checks out.
+    assert_eq!(s.vector_changes("plain", generation).unwrap(), Some(vec![]));
+    s.write_batch(vec![with_vector("c", 3.0)]).unwrap();
+    assert_eq!(s.vector_changes("plain", generation).unwrap().map(|c| c.len()), Some(1));
+    assert!(s.check().unwrap().is_ok());
+    drop(s);
+    assert!(SqliteStore::open(dir.path()).is_ok(), "a second open finds nothing to do");
+}
