@@ -450,9 +450,9 @@ impl Hnsw {
     }
 
     /// [`Hnsw::search`] for a caller that already holds `k` rows at least `floor` similar
-    /// (from other graphs of one collection): the walk stops once it has `k` rows and every
-    /// row left to explore is less similar than `floor`, so a small graph beside a large one
-    /// costs a short walk rather than a full beam.
+    /// (from other graphs of one collection): the walk stops once every row left to explore
+    /// is less similar than `floor` and than its own nearest 2 × `k` rows, so a
+    /// small graph beside a large one costs a short walk rather than a full beam.
     pub fn search_above(
         &self,
         data: &[f32],
