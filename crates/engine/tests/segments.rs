@@ -130,8 +130,11 @@ fn a_server_saves_its_new_segments_alone_and_a_new_process_searches_them() {
 /// Set to the store's directory in the child process [`killed_while_saving`] runs.
 const CHILD: &str = "CKEEP_SEGMENTS_CHILD";
 
-/// Queries the child reports its answers to, before each save.
-const PROBES: [usize; 4] = [3, 5_000, 20_000, 21_000];
+/// Queries the child reports its answers to, before each save: documents of the first
+/// segment, among them some of the removed ones' neighbours (their texts share "part 1"),
+/// and of later ones.
+const PROBES: [usize; 12] =
+    [3, 8, 15, 1_408, 2_101, 2_500, 2_801, 5_000, 9_997, 20_000, 21_000, 22_001];
 
 /// The child's rounds: 1,500 documents written and 100 removed, acknowledged; the indexer's
 /// pass, with the reader's answers before and after it and the store's generation; then the

@@ -188,6 +188,13 @@ impl<T: StoreRead + ?Sized> StoreRead for Box<T> {
     fn vector_changes(&self, repr: &str, since: u64) -> Result<Option<Vec<ChunkId>>> {
         (**self).vector_changes(repr, since)
     }
+    fn removed_vectors(
+        &self,
+        repr: &str,
+        each: &mut dyn FnMut(ChunkId, DocKey, &[f32]),
+    ) -> Result<()> {
+        (**self).removed_vectors(repr, each)
+    }
     fn begin_read(&self) -> Result<bool> {
         (**self).begin_read()
     }
@@ -205,6 +212,9 @@ impl<T: StoreWrite + ?Sized> StoreWrite for Box<T> {
     }
     fn write_aux(&mut self, put: &[(&str, &[u8])], remove: &[&str]) -> Result<()> {
         (**self).write_aux(put, remove)
+    }
+    fn forget_removed_vectors(&mut self, repr: &str, before: u64) -> Result<()> {
+        (**self).forget_removed_vectors(repr, before)
     }
     fn write_changes(&mut self, docs: Vec<DocumentWrite>, removed: &[String]) -> Result<usize> {
         (**self).write_changes(docs, removed)

@@ -277,6 +277,18 @@ pub trait StoreRead {
     /// generation `since` reads just these again. `None` when the store keeps no such log back
     /// to `since` (a store that searches its own vectors keeps none); then it reads them all.
     fn vector_changes(&self, repr: &str, since: u64) -> Result<Option<Vec<ckeep_core::ChunkId>>>;
+    /// The vectors removed under `repr` while the store kept HNSW segments for it (a blob
+    /// `hnsw:{repr}#segments`) and not yet forgotten
+    /// ([`StoreWrite::forget_removed_vectors`]), each chunk once, with the vector it had
+    /// first: a saved segment's graph still walks through a removed row, so a new process
+    /// walks it as the writer's did. None by default (a store that keeps no such log).
+    fn removed_vectors(
+        &self,
+        _repr: &str,
+        _each: &mut dyn FnMut(ckeep_core::ChunkId, ckeep_core::DocKey, &[f32]),
+    ) -> Result<()> {
+        Ok(())
+    }
     /// Starts a read snapshot: until [`StoreRead::end_read`], reads see the store as it was
     /// when the first of them ran, whatever other writers commit meanwhile. Returns whether a
     /// snapshot was started (not inside one already); only then call `end_read`.
@@ -342,6 +354,11 @@ pub trait StoreWrite: StoreRead {
     /// transaction: blobs that refer to each other (a segment list and its segments) change
     /// together or not at all, whenever the process stops.
     fn write_aux(&mut self, put: &[(&str, &[u8])], remove: &[&str]) -> Result<()>;
+    /// Forgets the vectors removed under `repr` by the writes before generation `before`
+    /// (see [`StoreRead::removed_vectors`]): a segment save has written those it needs.
+    fn forget_removed_vectors(&mut self, _repr: &str, _before: u64) -> Result<()> {
+        Ok(())
+    }
     /// Removes the documents `removed` (and everything derived from them), then adds `docs`,
     /// replacing any stored under the same id, all in one transaction: a reader sees the whole
     /// change or none of it (a watched folder's batch of edits and deletions). Returns how many

@@ -186,6 +186,45 @@ fn vector_changes_name_the_chunks_written_or_removed_since_a_generation() {
     assert_eq!(reader.vector_changes("plain", start).unwrap().map(|c| c.len()), Some(3));
 }
 
+/// The vectors of `repr` the store kept as removed, by chunk.
+fn removed(s: &SqliteStore, repr: &str) -> Vec<(i64, Vec<f32>)> {
+    let mut out = Vec::new();
+    s.removed_vectors(repr, &mut |chunk, _, v| out.push((chunk.0, v.to_vec()))).unwrap();
+    out
+}
+
+#[test]
+fn removed_vectors_are_kept_while_segments_are_saved_and_forgotten_by_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = SqliteStore::open_or_create(dir.path()).unwrap();
+    s.write_batch(vec![with_vector("a", 1.0), with_vector("b", 2.0), with_vector("c", 3.0)])
+        .unwrap();
+    let chunk_of = |s: &SqliteStore, i: usize| s.vectors("plain").unwrap().ids[i].0;
+    let (a, b) = (chunk_of(&s, 0), chunk_of(&s, 1));
+    // No segment list: a removal keeps nothing.
+    s.remove(&["a".into()]).unwrap();
+    assert!(removed(&s, "plain").is_empty());
+    // With a list for the representation, the removed vector is kept as it was.
+    s.set_aux("hnsw:plain#segments", b"list").unwrap();
+    let before_b = s.generation().unwrap();
+    s.remove(&["b".into()]).unwrap();
+    let kept = removed(&s, "plain");
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].0, b);
+    assert_ne!(kept[0].0, a);
+    assert_eq!(kept[0].1, vec![2.0], "the vector it had");
+    assert!(removed(&s, "other").is_empty());
+    // Another process sees it; forgetting those before `b` went keeps it, after forgets it.
+    drop(s);
+    let mut s = SqliteStore::open(dir.path()).unwrap();
+    assert_eq!(removed(&s, "plain").len(), 1);
+    s.forget_removed_vectors("plain", before_b).unwrap();
+    assert_eq!(removed(&s, "plain").len(), 1);
+    s.forget_removed_vectors("plain", before_b + 1).unwrap();
+    assert!(removed(&s, "plain").is_empty());
+    assert!(s.check().unwrap().is_ok());
+}
+
 #[test]
 fn a_store_made_before_the_vector_log_covers_only_the_generations_after_its_first_open() {
     let dir = tempfile::tempdir().unwrap();

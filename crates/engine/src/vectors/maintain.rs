@@ -25,6 +25,9 @@ use crate::{Engine, Result};
 pub struct VectorIndexBuild {
     puts: Vec<(String, Vec<u8>)>,
     removes: Vec<String>,
+    /// A representation whose removed vectors the store may forget once this is written,
+    /// those removed before a generation ([`StoreWrite::forget_removed_vectors`]).
+    forget: Option<(String, u64)>,
 }
 
 impl VectorIndexBuild {
@@ -34,6 +37,12 @@ impl VectorIndexBuild {
 
     pub(crate) fn remove(&mut self, name: String) {
         self.removes.push(name);
+    }
+
+    /// Once written, the store may forget the vectors removed under `repr` before
+    /// `generation`: this holds those its segments still walk through.
+    pub(crate) fn forget_removed(&mut self, repr: &str, generation: u64) {
+        self.forget = Some((repr.to_string(), generation));
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -133,8 +142,8 @@ impl<S: StoreRead> Engine<S> {
             // made, until they outgrow it.
             if stored && !outgrown(&index) {
                 self.refresh_segments((name, name), &index, generation, last, |m| m)?;
-                let (now, _, _) = self.dense_index(&repr)?;
-                builds.extend(self.segment_save(name, &now)?);
+                let (now, at, _) = self.dense_index(&repr)?;
+                builds.extend(self.segment_save(name, &now, at)?);
                 continue;
             }
             let m = index.sorted_matrix();
@@ -153,6 +162,7 @@ impl<S: StoreRead> Engine<S> {
         let mut build = VectorIndexBuild::default();
         self.segments_ended(name, &mut build)?;
         build.put(GraphBlobName(name).to_string(), graph_blob(m, graph));
+        build.forget_removed(name, u64::MAX);
         Ok(build)
     }
 
@@ -267,6 +277,11 @@ impl<S: StoreWrite> Engine<S> {
                 b.puts.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect();
             let removes: Vec<&str> = b.removes.iter().map(String::as_str).collect();
             self.store.write_aux(&puts, &removes)?;
+            // A separate transaction: a process stopped before it leaves vectors the next
+            // save forgets.
+            if let Some((repr, before)) = &b.forget {
+                self.store.forget_removed_vectors(repr, *before)?;
+            }
         }
         Ok(())
     }

@@ -137,13 +137,16 @@ fn gone_rows(bytes: &[u8], dim: usize) -> Option<Vec<(ChunkId, DocKey, Vec<f32>)
 }
 
 /// The saved segments of a representation, read back: the whole graph's chunk ids, each
-/// frozen segment's ids and graph, and the tombstoned rows' vectors.
+/// frozen segment's ids and graph, and the tombstoned rows' vectors (those removed since
+/// the save among them).
 #[derive(Debug, Default)]
 pub(crate) struct SavedSegments {
     pub list: SegmentList,
     pub base: Vec<ChunkId>,
     pub frozen: Vec<(u64, Vec<ChunkId>, Hnsw)>,
     pub gone: HashMap<ChunkId, (DocKey, Vec<f32>)>,
+    /// The chunks of `gone` removed since the list was saved ([`StoreRead::removed_vectors`]).
+    pub since: HashSet<ChunkId>,
 }
 
 impl<S: StoreRead> Engine<S> {
@@ -182,6 +185,15 @@ impl<S: StoreRead> Engine<S> {
             let Some(rows) = blob.and_then(|b| gone_rows(&b, dim)) else { return Ok(None) };
             saved.gone.extend(rows.into_iter().map(|(c, d, v)| (c, (d, v))));
         }
+        // Rows removed since the last save, with the vectors their segments hold.
+        let mut removed = HashMap::new();
+        self.store.removed_vectors(name, &mut |chunk, doc, v| {
+            if v.len() == dim && !saved.gone.contains_key(&chunk) {
+                removed.insert(chunk, (doc, v.to_vec()));
+            }
+        })?;
+        saved.since = removed.keys().copied().collect();
+        saved.gone.extend(removed);
         saved.list = list;
         Ok(Some(saved))
     }
@@ -203,15 +215,17 @@ impl<S: StoreRead> Engine<S> {
         })
     }
 
-    /// What a save of `index` (the vectors of stored representation `name`, whose first
-    /// segment's graph the store keeps) writes beyond what the store has: the frozen segments
-    /// not saved yet, the vectors of rows tombstoned since, and the list; merged-away segments
-    /// removed. `None` when the store is as `index` would leave it. Segments without a graph
-    /// are not saved: their rows come back as the tail.
+    /// What a save of `index` (the vectors of stored representation `name` as of store
+    /// generation `generation`, whose first segment's graph the store keeps) writes beyond
+    /// what the store has: the frozen segments not saved yet, the vectors of rows tombstoned
+    /// since, and the list; merged-away segments removed. `None` when the store is as `index`
+    /// would leave it. Segments without a graph are not saved: their rows come back as the
+    /// tail.
     pub(crate) fn segment_save(
         &self,
         name: &str,
         index: &DenseIndex,
+        generation: u64,
     ) -> Result<Option<VectorIndexBuild>> {
         let base = stamp(&index.first().rows);
         let old = self.segment_list(name)?.filter(|l| l.base == base).unwrap_or_default();
@@ -258,6 +272,7 @@ impl<S: StoreRead> Engine<S> {
             return Ok(None);
         }
         build.put(blobs.list(), list.to_bytes());
+        build.forget_removed(name, generation);
         Ok(Some(build))
     }
 
@@ -279,8 +294,18 @@ impl<S: StoreRead> Engine<S> {
 /// The index of `m` (a representation's vectors read whole at `generation`) in the segments
 /// `saved` (see [`Engine::open_dense`]).
 fn assemble(mut m: VectorMatrix, saved: SavedSegments, generation: u64) -> DenseIndex {
-    let listed: HashMap<u64, HashSet<ChunkId>> =
+    let mut listed: HashMap<u64, HashSet<ChunkId>> =
         saved.list.removed.into_iter().map(|(s, c)| (s, c.into_iter().collect())).collect();
+    // Rows removed since the save are tombstones as the saved ones are, whatever the store
+    // holds under their chunk now (a replaced vector's new row is the tail's).
+    // (A segment's ids are in chunk order.)
+    let segments =
+        std::iter::once((0, &saved.base)).chain(saved.frozen.iter().map(|f| (f.0, &f.1)));
+    for (id, ids) in segments {
+        for &chunk in saved.since.iter().filter(|c| ids.binary_search(c).is_ok()) {
+            listed.entry(id).or_default().insert(chunk);
+        }
+    }
     let mut index = Segmented {
         segments: Vec::new(),
         removed: HashMap::new(),
@@ -319,8 +344,9 @@ fn assemble(mut m: VectorMatrix, saved: SavedSegments, generation: u64) -> Dense
                 rows.data.extend_from_slice(m.row(at));
                 continue;
             }
-            // A tombstone: the row walks with the vector it was built with, when known (a
-            // chunk removed after the last save is not: a zero vector, never near a query).
+            // A tombstone: the row walks with the vector it was built with, when known (not
+            // when the store keeps no removed vectors, or forgot them: a zero vector, never
+            // near a query).
             dead.insert(r as u32);
             match (saved.gone.get(&chunk), at) {
                 (Some((doc, v)), _) => {

@@ -134,7 +134,9 @@ impl SqliteStore {
             store.conn.execute_batch(
                 "CREATE TABLE IF NOT EXISTS aux (name TEXT PRIMARY KEY, data BLOB NOT NULL);",
             )?;
+            // (The log's parts are made with `IF NOT EXISTS`, so either part brings both.)
             store.add_missing("vector_log_delete", VECTOR_LOG)?;
+            store.add_missing("vector_gone_delete", VECTOR_LOG)?;
             store.add_missing("documents_metadata", METADATA_INDEX)?;
             store.vectors_with_rowid()?;
         }

@@ -410,6 +410,31 @@ impl StoreRead for SqliteStore {
         Ok(Some(ids))
     }
 
+    /// Each chunk's first removal: a chunk id is never reused, yet its vector may have been
+    /// replaced before it went, and a segment holds the one it was built with.
+    fn removed_vectors(
+        &self,
+        repr: &str,
+        each: &mut dyn FnMut(ChunkId, DocKey, &[f32]),
+    ) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT chunk, doc, vec FROM vector_gone WHERE repr = ?1 ORDER BY chunk, generation",
+        )?;
+        let mut rows = stmt.query([repr])?;
+        let (mut last, mut v) = (None, Vec::new());
+        while let Some(r) = rows.next()? {
+            let chunk = ChunkId(r.get(0)?);
+            if last.replace(chunk) == Some(chunk) {
+                continue;
+            }
+            let bytes = r.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
+            v.clear();
+            v.extend(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+            each(chunk, DocKey(r.get(1)?), &v);
+        }
+        Ok(())
+    }
+
     fn begin_read(&self) -> Result<bool> {
         if !self.conn.is_autocommit() {
             return Ok(false);

@@ -32,6 +32,7 @@ fn bump_generation(tx: &Connection) -> Result<()> {
     let oldest = generation - VECTOR_LOG_GENERATIONS;
     if oldest > 0 {
         tx.execute("DELETE FROM vector_log WHERE generation < ?1", [oldest])?;
+        tx.execute("DELETE FROM vector_gone WHERE generation < ?1", [oldest])?;
         tx.execute(
             "UPDATE meta SET value = ?1 WHERE key = 'vector_log_since' \
              AND CAST(value AS INTEGER) < ?1",
@@ -253,6 +254,15 @@ impl StoreWrite for SqliteStore {
         }
         bump_generation(&tx)?;
         tx.commit()?;
+        Ok(())
+    }
+
+    fn forget_removed_vectors(&mut self, repr: &str, before: u64) -> Result<()> {
+        let before = i64::try_from(before).unwrap_or(i64::MAX);
+        self.conn.execute(
+            "DELETE FROM vector_gone WHERE repr = ?1 AND generation < ?2",
+            params![repr, before],
+        )?;
         Ok(())
     }
 
