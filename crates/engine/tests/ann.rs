@@ -326,7 +326,9 @@ fn a_server_keeps_int8_codes_on_graphs_through_ten_thousand_changes() {
 
     // Ten rounds of 140 documents removed and 140 added under new ids, as above; after each,
     // the server's indexer pass: the rows written since wait in the scanned tail until there
-    // are enough to freeze into a segment with a graph of its own.
+    // are enough to freeze into a segment with a graph of its own; what it changed is saved,
+    // never the whole graph.
+    let whole = writer.store().aux("hnsw:plain").unwrap().unwrap();
     let ids = writer.store().document_ids().unwrap();
     let mut changes = 0;
     for round in 0..10 {
@@ -347,8 +349,12 @@ fn a_server_keeps_int8_codes_on_graphs_through_ten_thousand_changes() {
             reader.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect();
         assert!(found.contains(&probe.document.id), "round {round}: {found:?}");
         assert!(found.iter().all(|d| !gone.contains(d)), "round {round}: {found:?}");
-        assert!(reader.build_vector_index().unwrap().is_empty(), "segments live in memory");
+        let persisted = reader.build_vector_index().unwrap();
+        let bytes: usize = persisted.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
+        assert!(bytes < whole.len() / 3, "round {round}: {bytes} bytes, not the whole graph");
+        writer.save_vector_index(persisted).unwrap();
     }
+    assert_eq!(writer.store().aux("hnsw:plain").unwrap().unwrap(), whole, "the graph is kept");
     assert!(changes >= 9_000, "{changes} changes");
     let graphs = codes_graph_bytes(&reader).unwrap();
     assert!(
@@ -361,4 +367,16 @@ fn a_server_keeps_int8_codes_on_graphs_through_ten_thousand_changes() {
          {first_graph} then {graphs} bytes"
     );
     assert!(after >= 0.99, "int8 recall@10 after the changes: {after}");
+
+    // Stopping, the server saves the rest: a new process walks the saved graphs with its codes.
+    let last = reader.compact_vector_index().unwrap();
+    writer.save_vector_index(last).unwrap();
+    let saved = &writer.check_vector_indexes().unwrap()[0];
+    assert!(saved.current && saved.segments >= 1 && saved.problem.is_none(), "{saved:?}");
+    let next = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(model);
+    let restarted = recall(&next, &queries, "exact=false");
+    let walked = codes_graph_bytes(&next).unwrap_or(0);
+    eprintln!("int8 recall@10 {restarted:.4} in a new process, walking {walked} graph bytes");
+    assert!(walked > first_graph, "the saved segments' graphs are walked: {walked} bytes");
+    assert!(restarted >= 0.99, "int8 recall@10 on the saved graphs: {restarted}");
 }

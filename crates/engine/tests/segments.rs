@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use ckeep_core::Document;
 use ckeep_engine::{ANN_MIN_VECTORS, Engine, Mode, SearchRequest, Strategy};
+use ckeep_index::Quantization;
 use ckeep_store::{SqliteStore, StoreRead, StoreWrite};
 
 /// The text of document `i`: its own number, and words it shares with many others.
@@ -55,19 +56,22 @@ fn large_store(dir: &Path) -> usize {
     n
 }
 
-#[test]
-fn a_server_saves_its_new_segments_alone_and_a_new_process_searches_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let n = large_store(dir.path());
-    let whole_bytes = open(dir.path()).store().aux("hnsw:plain").unwrap().unwrap().len();
-    let mut writer = open(dir.path()).with_background_index();
-    let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
-    assert!(reader.build_vector_index().unwrap().is_empty(), "the ingest saved the graph");
+/// [`large_store`], its vectors held as int8 codes (`ckeep quantize int8`).
+fn large_int8_store(dir: &Path) -> usize {
+    let n = large_store(dir);
+    open(dir).set_quantization(None, Quantization::Int8).unwrap();
+    n
+}
 
-    // 5,000 added and 250 removed: a pass freezes the new rows into a segment and saves it,
-    // with the removed rows' vectors.
-    let removed: Vec<usize> = (0..300).collect();
-    write(&mut writer, n..n + 5_000, &removed[..250]);
+/// A server (writer and reader) over the large store of `n` documents in `dir` after its
+/// first saved segment: 5,000 added and 250 of the first 300 removed, which a pass freezes
+/// into a segment and saves, with the removed rows, in bytes of the change alone.
+fn server_after_a_segment(dir: &Path, n: usize) -> (Engine<SqliteStore>, Engine<SqliteStore>) {
+    let whole_bytes = open(dir).store().aux("hnsw:plain").unwrap().unwrap().len();
+    let mut writer = open(dir).with_background_index();
+    let reader = writer.reader(SqliteStore::open(dir).unwrap());
+    assert!(reader.build_vector_index().unwrap().is_empty(), "the ingest saved the graph");
+    write(&mut writer, n..n + 5_000, &(0..250).collect::<Vec<_>>());
     let builds = reader.build_vector_index().unwrap();
     let bytes: usize = builds.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
     assert_eq!(builds.len(), 1);
@@ -75,6 +79,33 @@ fn a_server_saves_its_new_segments_alone_and_a_new_process_searches_them() {
     writer.save_vector_index(builds).unwrap();
     let check = &writer.check_vector_indexes().unwrap()[0];
     assert!(check.current && check.segments == 1 && check.problem.is_none(), "{check:?}");
+    (writer, reader)
+}
+
+/// Checks that `next` gives the top 10 `reader` gives for one in 997 of the first `docs`
+/// documents, never one of `removed` (the first 300), and finds each later one itself.
+fn answers_as(
+    next: &Engine<SqliteStore>,
+    reader: &Engine<SqliteStore>,
+    docs: usize,
+    removed: &[usize],
+) {
+    for i in (0..docs).step_by(997) {
+        let found = top10(next, i);
+        assert_eq!(found, top10(reader, i), "query {i}");
+        assert!(found.iter().all(|d| !removed.iter().any(|r| *d == format!("d{r}"))));
+        if i >= 300 {
+            assert!(found.contains(&format!("d{i}")), "query {i}: {found:?}");
+        }
+    }
+}
+
+#[test]
+fn a_server_saves_its_new_segments_alone_and_a_new_process_searches_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = large_store(dir.path());
+    let (mut writer, reader) = server_after_a_segment(dir.path(), n);
+    let removed: Vec<usize> = (0..300).collect();
     assert!(reader.build_vector_index().unwrap().is_empty(), "nothing new to save");
     // 1,000 more and 50 removed: too few to freeze; the tombstones alone are saved.
     write(&mut writer, n + 5_000..n + 6_000, &removed[250..]);
@@ -98,14 +129,7 @@ fn a_server_saves_its_new_segments_alone_and_a_new_process_searches_them() {
     // document.
     let next = open(dir.path());
     assert!(next.build_vector_index().unwrap().is_empty(), "the saved segments are current");
-    for i in (0..n + 6_000).step_by(997) {
-        let found = top10(&next, i);
-        assert_eq!(found, top10(&reader, i), "query {i}");
-        assert!(found.iter().all(|d| !removed.iter().any(|r| *d == format!("d{r}"))));
-        if i >= 300 {
-            assert!(found.contains(&format!("d{i}")), "query {i}: {found:?}");
-        }
-    }
+    answers_as(&next, &reader, n + 6_000, &removed);
     let memory = next.vector_memory();
     let graphs = memory.iter().find(|(k, _)| k == "plain:hnsw").map_or(0, |(_, b)| *b);
     assert!(graphs > 0, "the segments' graphs are read back: {memory:?}");
@@ -125,6 +149,33 @@ fn a_server_saves_its_new_segments_alone_and_a_new_process_searches_them() {
     let check = &damaged.check_vector_indexes().unwrap()[0];
     assert!(check.current && check.segments == 0 && check.problem.is_none(), "{check:?}");
     assert_eq!(damaged.store().aux("hnsw:plain#segments").unwrap(), None);
+}
+
+#[test]
+fn a_server_saves_its_int8_segments_alone_and_a_new_process_walks_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = large_int8_store(dir.path());
+    // The codes' segment and its tombstones are saved as float32 ones are.
+    let (mut writer, reader) = server_after_a_segment(dir.path(), n);
+    let removed: Vec<usize> = (0..300).collect();
+    // 50 more removed: their codes (64 bytes and a scale, with chunk and document) and the
+    // list of all 300 tombstones.
+    write(&mut writer, n + 5_000..n + 6_000, &removed[250..]);
+    let builds = reader.build_vector_index().unwrap();
+    let bytes: usize = builds.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
+    assert!(bytes < 50 * (16 + 64 + 4) + 300 * 8 + 1_000, "{bytes} bytes for 50 removed rows");
+    writer.save_vector_index(builds).unwrap();
+    let last = reader.compact_vector_index().unwrap();
+    writer.save_vector_index(last).unwrap();
+    let check = &writer.check_vector_indexes().unwrap()[0];
+    assert!(check.current && check.segments == 2 && check.problem.is_none(), "{check:?}");
+
+    // A new process walks the saved graphs with its codes and answers as the server did.
+    let next = open(dir.path());
+    answers_as(&next, &reader, n + 6_000, &removed);
+    let memory = next.vector_memory();
+    let graphs = memory.iter().find(|(k, _)| k == "plain@int8:hnsw").map_or(0, |(_, b)| *b);
+    assert!(graphs > 0, "the codes walk the saved graphs: {memory:?}");
 }
 
 /// Set to the store's directory in the child process [`killed_while_saving`] runs.
@@ -167,12 +218,14 @@ fn a_process_killed_while_saving_segments_leaves_a_store_that_answers_as_before(
     if std::env::var(CHILD).is_ok() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    large_store(dir.path());
+    // float32 vectors, then int8 codes (which save their own segments and tombstones).
+    let (float, int8) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    large_store(float.path());
+    large_int8_store(int8.path());
     // Killed at the start of each of the fourth to sixth saves in turn: the first holds a
     // segment, the later ones segments and tombstones; the kill lands before, inside or after
     // the save's transaction, and each must leave a store as sound.
-    for kill_at in 4..=6 {
+    for (dir, kill_at) in [(&float, 4), (&float, 5), (&float, 6), (&int8, 4), (&int8, 6)] {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "killed_while_saving", "--nocapture", "--test-threads=1"])
             .env(CHILD, dir.path())
@@ -206,16 +259,20 @@ fn a_process_killed_while_saving_segments_leaves_a_store_that_answers_as_before(
         let report = after.store().check().unwrap();
         assert!(report.is_ok(), "{report:?}");
         let checks = after.check_vector_indexes().unwrap();
+        // (The saves before the kill left segments: the store opens in them.)
         assert!(checks.iter().all(|c| c.problem.is_none()), "{checks:?}");
+        // (By the sixth save the store has a frozen segment: the reopened store walks it.)
+        assert!(kill_at < 6 || checks.iter().all(|c| c.segments > 0), "{checks:?}");
         // The same answers as the reader gave over what the store now holds: after the pass
         // when the save went through (it moves the generation), before it when it did not.
         let saved = after.store().generation().unwrap() > generation;
         let expected: Vec<Vec<String>> =
             serde_json::from_str(if saved { &after_pass } else { &before }).unwrap();
         let got: Vec<Vec<String>> = PROBES.iter().map(|&i| top10(&after, i)).collect();
-        assert_eq!(got, expected, "killed at save {kill_at}, saved: {saved}");
+        let kind = after.store().manifest().unwrap().quantize;
+        assert_eq!(got, expected, "{kind:?}, killed at save {kill_at}, saved: {saved}");
         eprintln!(
-            "killed at save {kill_at}: the save {}",
+            "{kind:?}, killed at save {kill_at}: the save {}",
             if saved { "went through" } else { "did not" }
         );
         // The last acknowledged write is found as an exact scan finds it (64 hashed

@@ -206,6 +206,59 @@ impl Codes {
         true
     }
 
+    /// Appends row `r` of `other`, codes of the same kind and dimension (`false`, and nothing
+    /// appended, if they are not): how a saved segment's rows are put together again.
+    pub fn push_row_of(&mut self, other: &Self, r: usize) -> bool {
+        let stride = self.stride();
+        if (self.kind, self.dim) != (other.kind, other.dim) || r >= other.len() {
+            return false;
+        }
+        self.bytes.extend_from_slice(&other.bytes[r * stride..(r + 1) * stride]);
+        if let Some(&scale) = other.scales.get(r) {
+            self.scales.push(scale);
+        }
+        true
+    }
+
+    /// The codes as bytes (kind, dimension, rows, then codes and scales), to be kept with a
+    /// store and read back by [`Codes::from_bytes`].
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = vec![u8::from(self.kind == CodeKind::Binary)];
+        b.extend((self.dim as u64).to_le_bytes());
+        b.extend((self.len() as u64).to_le_bytes());
+        b.extend_from_slice(&self.bytes);
+        for s in &self.scales {
+            b.extend(s.to_le_bytes());
+        }
+        b
+    }
+
+    /// Codes from [`Codes::to_bytes`]; `None` when malformed.
+    pub fn from_bytes(b: &[u8]) -> Option<Self> {
+        let kind = match b.first()? {
+            0 => CodeKind::Int8,
+            1 => CodeKind::Binary,
+            _ => return None,
+        };
+        let word = |at: usize| -> Option<usize> {
+            usize::try_from(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?)).ok()
+        };
+        let (dim, rows) = (word(1)?, word(9)?);
+        let mut codes = Self { kind, dim, bytes: Vec::new(), scales: Vec::new() };
+        let code_bytes = rows.checked_mul(codes.stride())?;
+        let scale_bytes = if kind == CodeKind::Int8 { rows.checked_mul(4)? } else { 0 };
+        let body = b.get(17..)?;
+        if body.len() != code_bytes.checked_add(scale_bytes)? {
+            return None;
+        }
+        codes.bytes = body[..code_bytes].to_vec();
+        codes.scales = body[code_bytes..]
+            .chunks_exact(4)
+            .map(|s| f32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+            .collect();
+        Some(codes)
+    }
+
     /// Appends the code of `row` (`dim` values; a NaN counts as 0).
     pub fn push(&mut self, row: &[f32]) {
         debug_assert_eq!(row.len(), self.dim);
@@ -579,6 +632,26 @@ mod tests {
             out[start..].iter_mut().for_each(|x| *x /= norm);
         }
         out
+    }
+
+    #[test]
+    fn codes_read_back_from_bytes_and_rows_copy_between_them() {
+        let data = unit_rows(20, 12, 5);
+        for kind in [Quantization::Int8, Quantization::Binary] {
+            let codes = Codes::encode(kind, &data, 12).unwrap();
+            let bytes = codes.to_bytes();
+            assert_eq!(Codes::from_bytes(&bytes).as_ref(), Some(&codes), "{kind}");
+            for cut in [0, 5, 17, bytes.len() - 1] {
+                assert_eq!(Codes::from_bytes(&bytes[..cut]), None, "{kind} cut at {cut}");
+            }
+            let mut some = Codes::new(kind, 12).unwrap();
+            assert!(some.push_row_of(&codes, 3) && some.push_row_of(&codes, 7));
+            assert_eq!(some, codes.retain_rows(|r| r == 3 || r == 7));
+            assert!(!some.push_row_of(&codes, 20), "past the rows");
+            let other = Codes::encode(kind, &unit_rows(2, 8, 1), 8).unwrap();
+            assert!(!some.push_row_of(&other, 0), "another dimension");
+            assert_eq!(some.len(), 2);
+        }
     }
 
     #[test]

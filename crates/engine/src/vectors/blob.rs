@@ -61,14 +61,14 @@ pub(crate) fn is_current(blob: &[u8], stamp: &[u8; 32]) -> bool {
     blob.len() > 32 && blob[..32] == *stamp
 }
 
-/// The blob of `graph`, built over the rows of `m`: their stamp, their chunk ids, then the
-/// graph.
-pub(crate) fn graph_blob(m: &VectorMatrix, graph: &Hnsw) -> Vec<u8> {
-    let mut blob = stamp(m).to_vec();
-    blob.reserve(12 + 8 * m.ids.len());
+/// The blob of `graph`, built over rows of dimension `dim` with these chunk ids: their stamp,
+/// the ids, then the graph.
+pub(crate) fn graph_blob(dim: usize, ids: &[ChunkId], graph: &Hnsw) -> Vec<u8> {
+    let mut blob = stamp_of(dim, ids).to_vec();
+    blob.reserve(12 + 8 * ids.len());
     blob.extend(IDS_MAGIC.to_le_bytes());
-    blob.extend((m.ids.len() as u64).to_le_bytes());
-    for id in &m.ids {
+    blob.extend((ids.len() as u64).to_le_bytes());
+    for id in ids {
         blob.extend(id.0.to_le_bytes());
     }
     blob.extend(graph.to_bytes());
@@ -103,7 +103,7 @@ mod tests {
         let graph = Hnsw::build(&data, dim, HnswParams::default());
         let ids: Vec<ChunkId> = (0..10).map(|i| ChunkId(i * 3 - 5)).collect();
         let m = VectorMatrix { ids: ids.clone(), docs: vec![ckeep_core::DocKey(1); 10], dim, data };
-        let built = graph_blob(&m, &graph);
+        let built = graph_blob(m.dim, &m.ids, &graph);
         assert!(is_current(&built, &stamp(&m)));
         let (kept, bytes) = blob_parts(&built).unwrap();
         assert_eq!(kept, Some(ids));

@@ -219,6 +219,18 @@ impl VectorCache {
         true
     }
 
+    /// Installs `value` (codes) under `key` as read at `generation`, unless what is loaded
+    /// is newer: then it is not, and the next pass starts from that.
+    pub fn install<T: Cached>(&self, key: &str, value: T, generation: u64) -> bool {
+        let mut maps = self.write();
+        if T::slot(&maps).get(key).is_some_and(|l| l.generation > generation) {
+            return false;
+        }
+        let loaded = Loaded { value: Arc::new(value), generation, at: self.refresh.clock.now() };
+        T::slot_mut(&mut maps).insert(key.to_string(), loaded);
+        true
+    }
+
     /// Replaces the value (vectors, codes) loaded under `key` by what `change` makes of it
     /// (given it and the generation it was read at; `None`: leave it), holding the loading
     /// lock so no reader applies the store's changes to it meanwhile. Its generation and age

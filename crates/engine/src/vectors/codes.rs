@@ -3,8 +3,9 @@
 //! built over the float32 vectors of the same rows; binary codes are scanned.
 
 use ckeep_core::{ChunkId, DocKey};
-use ckeep_index::{Codes, Hnsw};
+use ckeep_index::{Codes, Hnsw, Quantization};
 
+use super::saved::{GONE_CODES_MAGIC, SavedRows, gone_vectors};
 use super::segmented::{Rows, Segment, Segmented};
 
 /// Rows of codes with the chunk and document of each.
@@ -89,10 +90,73 @@ impl Rows for CodeRows {
     }
 }
 
+impl CodeRows {
+    /// No rows, of `kind` codes of `dim` dimensions.
+    pub fn empty(kind: Quantization, dim: usize) -> Self {
+        Self { ids: Vec::new(), docs: Vec::new(), codes: Codes::new(kind, dim).unwrap_or_default() }
+    }
+}
+
+/// Tombstones' rows are kept as their codes: the float32 vectors of rows removed before the
+/// store kept a segment list are gone, and a code is all a walk needs. A float32 blob (a
+/// float32 index's save) is read by encoding its vectors.
+impl SavedRows for CodeRows {
+    fn push_row_of(&mut self, from: &Self, r: usize) {
+        if self.codes.push_row_of(&from.codes, r) {
+            self.ids.push(from.ids[r]);
+            self.docs.push(from.docs[r]);
+        }
+    }
+
+    fn push_vector(&mut self, chunk: ChunkId, doc: DocKey, v: &[f32]) {
+        if v.len() == self.codes.dim() {
+            self.codes.push(v);
+            self.ids.push(chunk);
+            self.docs.push(doc);
+        }
+    }
+
+    fn gone_blob(&self) -> Vec<u8> {
+        let mut b = GONE_CODES_MAGIC.to_le_bytes().to_vec();
+        b.extend((self.len() as u64).to_le_bytes());
+        for (chunk, doc) in self.ids.iter().zip(&self.docs) {
+            b.extend(chunk.0.to_le_bytes());
+            b.extend(doc.0.to_le_bytes());
+        }
+        b.extend(self.codes.to_bytes());
+        b
+    }
+
+    fn from_gone_blob(bytes: &[u8], like: &Self) -> Option<Self> {
+        let mut rows = like.retain(|_| false);
+        if let Some(vectors) = gone_vectors(bytes, like.dim()) {
+            for (chunk, doc, v) in vectors {
+                rows.push_vector(chunk, doc, &v);
+            }
+            return Some(rows);
+        }
+        let (magic, rest) = bytes.split_first_chunk::<4>()?;
+        let (n, rest) = rest.split_first_chunk::<8>()?;
+        let n = usize::try_from(u64::from_le_bytes(*n)).ok()?;
+        if *magic != GONE_CODES_MAGIC.to_le_bytes() || n.checked_mul(16)? > rest.len() {
+            return None;
+        }
+        let (keys, codes) = rest.split_at(16 * n);
+        let word = |b: &[u8]| i64::from_le_bytes(b.try_into().unwrap_or_default());
+        for key in keys.chunks_exact(16) {
+            rows.ids.push(ChunkId(word(&key[..8])));
+            rows.docs.push(DocKey(word(&key[8..])));
+        }
+        let codes = Codes::from_bytes(codes)?;
+        // Only codes of `like`'s kind and dimension append (empty ones append anywhere).
+        (codes.len() == n && rows.codes.append(&codes) && rows.codes.len() == n).then_some(rows)
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use ckeep_index::{HnswParams, Quantization};
+    use ckeep_index::HnswParams;
     use std::sync::Arc;
 
     /// The int8 codes of `live::tests::matrix`'s rows for chunks `ids`, and the rows.
@@ -100,6 +164,23 @@ pub(crate) mod tests {
         let m = crate::vectors::live::tests::matrix(ids, dim, seed);
         let codes = Codes::encode(Quantization::Int8, &m.data, dim).unwrap();
         (CodeRows { ids: m.ids, docs: m.docs, codes }, m.data)
+    }
+
+    #[test]
+    fn tombstones_codes_read_back_and_float_tombstones_read_as_their_codes() {
+        let (rows, data) = unit_rows(&[4, 9, 12], 8, 3);
+        let like = CodeRows::empty(Quantization::Int8, 8);
+        let blob = rows.gone_blob();
+        let back = CodeRows::from_gone_blob(&blob, &like).unwrap();
+        assert_eq!((back.ids.clone(), back.docs.clone()), (rows.ids.clone(), rows.docs.clone()));
+        assert_eq!(back.codes, rows.codes);
+        assert!(CodeRows::from_gone_blob(&blob[..blob.len() - 1], &like).is_none());
+        assert!(CodeRows::from_gone_blob(&blob, &CodeRows::empty(Quantization::Int8, 6)).is_none());
+        // A float32 index's blob of the same rows reads as the same codes.
+        let m = crate::vectors::live::tests::matrix(&[4, 9, 12], 8, 3);
+        assert_eq!(m.data, data);
+        let floats = CodeRows::from_gone_blob(&m.gone_blob(), &like).unwrap();
+        assert_eq!((floats.ids, floats.codes), (rows.ids, rows.codes));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use super::ANN_MIN_VECTORS;
 use super::blob::{GraphBlobName, blob_parts, graph_blob, is_current, stamp, stamp_of};
 use super::cache::GraphEntry;
 use super::live::{DenseIndex, REBUILD_SHARE};
+use super::segmented::{Rows, Segmented};
 use crate::manifest::ManifestExt;
 use crate::represent::{Resolved, Source};
 use crate::{Engine, Result};
@@ -58,7 +59,7 @@ impl VectorIndexBuild {
 /// Whether the segments of `index` have outgrown its first: removed rows past
 /// [`REBUILD_SHARE`] of it (walks pass through them), or more rows elsewhere than in it (a
 /// merge would soon rebuild as many). Then one graph over all rows is cheaper.
-fn outgrown(index: &DenseIndex) -> bool {
+pub(crate) fn outgrown<R: Rows>(index: &Segmented<R>) -> bool {
     let first = index.first().rows.len();
     let dead = index.removed.get(&index.first().id).map_or(0, std::collections::HashSet::len);
     let elsewhere = index.len() - (first - dead);
@@ -104,9 +105,9 @@ impl<S: StoreRead> Engine<S> {
                 // Binary codes are scanned: their estimates are too coarse to walk a graph.
                 Quantization::Binary => continue,
                 // A server's int8 codes follow its writes in segments, each with a graph of
-                // its own: only the rows written since are read and indexed.
+                // its own: only the rows written since are read and indexed, and saved.
                 Quantization::Int8 if self.background_index => {
-                    self.refresh_code_segments(name)?;
+                    builds.extend(self.refresh_code_segments(name, last)?);
                     continue;
                 }
                 Quantization::Int8 => {
@@ -158,10 +159,15 @@ impl<S: StoreRead> Engine<S> {
 
     /// The save of `graph`, built over the rows of `m`, as the whole graph of representation
     /// `name` (see [`graph_blob`]): the segments saved beside the one it replaces end.
-    fn whole_build(&self, name: &str, m: &VectorMatrix, graph: &Hnsw) -> Result<VectorIndexBuild> {
+    pub(crate) fn whole_build(
+        &self,
+        name: &str,
+        m: &VectorMatrix,
+        graph: &Hnsw,
+    ) -> Result<VectorIndexBuild> {
         let mut build = VectorIndexBuild::default();
         self.segments_ended(name, &mut build)?;
-        build.put(GraphBlobName(name).to_string(), graph_blob(m, graph));
+        build.put(GraphBlobName(name).to_string(), graph_blob(m.dim, &m.ids, graph));
         build.forget_removed(name, u64::MAX);
         Ok(build)
     }

@@ -11,11 +11,12 @@ use std::sync::Arc;
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_index::{Codes, Hnsw, Quantization, dot, top_k};
-use ckeep_store::{StoreRead, StoreWrite};
+use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
 
 use super::blob::stamp_of;
 use super::cache::Loaded;
 use super::codes::{CodeIndex, CodeRows, CodeSegment};
+use super::maintain::{VectorIndexBuild, outgrown};
 use super::segmented::Rows;
 use super::{ANN_EF, ANN_MIN_VECTORS, MIN_CHANGES_READ_ALL, Rescoring, same_dimension};
 use crate::filtered::{AllowedDocs, DenseFilter, FilteredBy};
@@ -33,6 +34,15 @@ const RESCORED_POOL: usize = 100;
 /// the name memory reports give it.
 pub(crate) fn codes_key(name: &str, kind: Quantization) -> String {
     format!("{name}@{kind}")
+}
+
+/// The int8 codes of the rows of `m` (normalised float32 vectors).
+fn int8_rows(m: &VectorMatrix) -> CodeRows {
+    CodeRows {
+        codes: Codes::encode(Quantization::Int8, &m.data, m.dim).unwrap_or_default(),
+        ids: m.ids.clone(),
+        docs: m.docs.clone(),
+    }
 }
 
 impl<S: StoreRead> Engine<S> {
@@ -58,7 +68,12 @@ impl<S: StoreRead> Engine<S> {
             {
                 return Ok(index);
             }
-            Ok(CodeIndex::whole(self.code_rows(name, kind, None)?, generation))
+            let rows = self.code_rows(name, kind, None)?;
+            // int8 codes come back in the segments a server saved; binary codes are scanned.
+            if kind == Quantization::Int8 {
+                return self.open_segmented(name, rows, generation);
+            }
+            Ok(CodeIndex::whole(rows, generation))
         })
     }
 
@@ -167,17 +182,59 @@ impl<S: StoreRead> Engine<S> {
     }
 
     /// One pass of a server's indexer over the int8 codes of stored representation `name`:
-    /// the rows written since frozen, or segments merged ([`super::segments`]); whether it
-    /// changed them.
-    pub(crate) fn refresh_code_segments(&self, name: &str) -> Result<bool> {
+    /// the rows written since frozen, or segments merged ([`super::segments`]); `last`: the
+    /// process stops, so the rows written since are frozen however few. Returns what to save
+    /// of them: the new segments and tombstones, beside the store's whole graph when the
+    /// codes read whole walk it (else nothing: a restart reads the codes whole).
+    pub(crate) fn refresh_code_segments(
+        &self,
+        name: &str,
+        last: bool,
+    ) -> Result<Option<VectorIndexBuild>> {
         let kind = Quantization::Int8;
         let (index, generation, _) = self.codes(name, kind)?;
-        let rows_of = |m: ckeep_store::VectorMatrix| CodeRows {
-            codes: Codes::encode(kind, &m.data, m.dim).unwrap_or_default(),
-            ids: m.ids,
-            docs: m.docs,
+        if index.len() < ANN_MIN_VECTORS {
+            return Ok(None);
+        }
+        // Segments extend a whole graph the store keeps, until they outgrow it.
+        if self.codes_graph(name, index.first()).is_none() || outgrown(&index) {
+            return self.whole_codes_graph(name).map(Some);
+        }
+        let key = codes_key(name, kind);
+        self.refresh_segments((name, &key), &index, generation, last, |m| int8_rows(&m))?;
+        let (now, at, _) = self.codes(name, kind)?;
+        self.segment_save(name, &now, at)
+    }
+
+    /// One graph over every row of int8 representation `name`, built from its float32 vectors
+    /// (read for the build, then let go), returned for saving; the codes of the same rows,
+    /// walking it, become the ones queries search, brought up to the writes made meanwhile.
+    fn whole_codes_graph(&self, name: &str) -> Result<VectorIndexBuild> {
+        let kind = Quantization::Int8;
+        let (m, generation) = {
+            let _snapshot = ReadSnapshot::begin(&self.store)?;
+            (self.store.vectors(name)?, self.store.generation()?)
         };
-        self.refresh_segments((name, &codes_key(name, kind)), &index, generation, false, rows_of)
+        let mut m = m;
+        if m.dim > 0 {
+            m.data.chunks_mut(m.dim).for_each(ckeep_embed::normalize);
+        }
+        let graph = Arc::new(self.graph_for(name, &m));
+        let build = self.whole_build(name, &m, &graph)?;
+        let mut index = CodeIndex::whole(int8_rows(&m), generation);
+        drop(m);
+        let _ = index.first().graph.set(Some(graph));
+        let _loading = self.vectors.loading();
+        let _snapshot = ReadSnapshot::begin(&self.store)?;
+        let (current, mut at) = (self.store.generation()?, generation);
+        if current > generation
+            && let Some(changed) = self.store.vector_changes(name, generation)?
+            && let Some(caught_up) = self.codes_with_changes(&index, name, kind, &changed)?
+        {
+            (index, at) = (caught_up, current);
+        }
+        self.vectors.install(&codes_key(name, kind), index, at);
+        Ok(build)
     }
 
     /// The graph the int8 codes read whole (`first`) of stored representation `name` walk:

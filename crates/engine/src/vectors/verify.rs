@@ -7,11 +7,12 @@
 use std::collections::HashSet;
 
 use ckeep_core::ChunkId;
-use ckeep_index::Hnsw;
-use ckeep_store::StoreRead;
+use ckeep_index::{Hnsw, Quantization};
+use ckeep_store::{StoreRead, VectorMatrix};
 use serde::Serialize;
 
 use super::blob::{GraphBlobName, blob_parts, is_current, stamp_of};
+use super::codes::CodeRows;
 use super::saved::SegmentList;
 use crate::manifest::ManifestExt;
 use crate::{Engine, Result};
@@ -78,22 +79,29 @@ impl<S: StoreRead> Engine<S> {
         if !is_current(blob, &list.base) {
             return Ok(()); // it extends an older whole graph: ignored, and ended by the next save
         }
-        let Some(saved) = self.saved_segments(&name, dim)? else {
+        // int8 codes save their tombstones as codes, float32 vectors as vectors.
+        let saved = if self.store.manifest()?.quantization(&name)? == Quantization::Int8 {
+            let like = CodeRows::empty(Quantization::Int8, dim);
+            self.saved_segments(&name, &like)?.map(|s| (s.list, s.base, s.frozen))
+        } else {
+            let like = VectorMatrix { dim, ..VectorMatrix::default() };
+            self.saved_segments(&name, &like)?.map(|s| (s.list, s.base, s.frozen))
+        };
+        let Some((list, base, frozen)) = saved else {
             check.problem = Some("a saved segment is missing or damaged".into());
             return Ok(());
         };
         let dead: HashSet<(u64, ChunkId)> =
-            saved.list.removed.iter().flat_map(|(s, c)| c.iter().map(|c| (*s, *c))).collect();
-        let parts =
-            std::iter::once((0, &saved.base)).chain(saved.frozen.iter().map(|f| (f.0, &f.1)));
+            list.removed.iter().flat_map(|(s, c)| c.iter().map(|c| (*s, *c))).collect();
+        let parts = std::iter::once((0, &base)).chain(frozen.iter().map(|f| (f.0, &f.1)));
         let mut held = HashSet::new();
         for (segment, rows) in parts {
             held.extend(rows.iter().filter(|&&c| !dead.contains(&(segment, c))).copied());
         }
         let now: HashSet<ChunkId> = ids.iter().copied().collect();
         let (missing, removed) = (now.difference(&held).count(), held.difference(&now).count());
-        check.rows = saved.base.len() + saved.frozen.iter().map(|f| f.1.len()).sum::<usize>();
-        check.segments = saved.frozen.len();
+        check.rows = base.len() + frozen.iter().map(|f| f.1.len()).sum::<usize>();
+        check.segments = frozen.len();
         check.current = missing == 0 && removed == 0;
         (check.missing, check.removed) = (Some(missing), Some(removed));
         Ok(())
@@ -152,7 +160,7 @@ mod tests {
     #[test]
     fn a_graph_is_current_stale_or_damaged() {
         let m = matrix(&(1..=50).collect::<Vec<_>>(), 8, 1);
-        let blob = graph_blob(&m, &Hnsw::build(&m.data, 8, HnswParams::default()));
+        let blob = graph_blob(m.dim, &m.ids, &Hnsw::build(&m.data, 8, HnswParams::default()));
         let ok = check_graph("plain", &blob, 8, &m.ids);
         assert!(ok.current && ok.problem.is_none(), "{ok:?}");
         assert_eq!((ok.rows, ok.missing, ok.removed), (50, Some(0), Some(0)));
