@@ -21,6 +21,7 @@ use super::segmented::Rows;
 use super::{ANN_EF, ANN_MIN_VECTORS, MIN_CHANGES_READ_ALL, Rescoring, same_dimension};
 use crate::filtered::{AllowedDocs, DenseFilter, FilteredBy};
 use crate::manifest::ManifestExt;
+use crate::represent::{Resolved, Source};
 use crate::{Engine, Error, Result};
 
 /// Candidates that get exact scores (times the oversampling): the best 100 decide a top 10
@@ -211,14 +212,16 @@ impl<S: StoreRead> Engine<S> {
     /// walking it, become the ones queries search, brought up to the writes made meanwhile.
     fn whole_codes_graph(&self, name: &str) -> Result<VectorIndexBuild> {
         let kind = Quantization::Int8;
+        let repr = Resolved {
+            key: name.to_string(),
+            source: Source::Stored(name.to_string()),
+            field: None,
+            quantize: Quantization::None,
+        };
         let (m, generation) = {
             let _snapshot = ReadSnapshot::begin(&self.store)?;
-            (self.store.vectors(name)?, self.store.generation()?)
+            (self.load_matrix(&repr)?, self.store.generation()?)
         };
-        let mut m = m;
-        if m.dim > 0 {
-            m.data.chunks_mut(m.dim).for_each(ckeep_embed::normalize);
-        }
         let graph = Arc::new(self.graph_for(name, &m));
         let build = self.whole_build(name, &m, &graph)?;
         let mut index = CodeIndex::whole(int8_rows(&m), generation);
