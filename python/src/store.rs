@@ -83,7 +83,7 @@ impl Store {
 
     /// The model to use: the one asked for, else the store object's, else the store's own.
     fn model_spec(&self, asked: Option<&str>, engine: &Eng) -> anyhow::Result<Option<String>> {
-        Ok(engine.model_for(asked.or(self.model.as_deref()))?)
+        Ok(engine.searcher()?.model_for(asked.or(self.model.as_deref())))
     }
 
     /// An idle reader, or a new one over its own connection; back in the pool when dropped.
@@ -116,9 +116,10 @@ impl Store {
         }
         let engine = guard.insert(engine);
         let asked = opts.chunker.as_deref().map(str::parse::<ChunkerSpec>).transpose();
-        let chunker =
-            engine.chunker_for(asked.map_err(|e| usage(e.to_string()))?.as_ref(), unit)?;
-        let mut ingest = engine.ingest(&chunker)?;
+        let chunker = engine
+            .searcher()?
+            .chunker_for(asked.map_err(|e| usage(e.to_string()))?.as_ref(), unit)?;
+        let mut ingest = engine.writer().ingest(&chunker)?;
         for doc in docs {
             ingest.add(doc)?;
         }
@@ -126,7 +127,7 @@ impl Store {
         let report = ckeep_engine::AddReport::new(
             &self.location,
             &chunker,
-            engine.analyzer()?,
+            engine.searcher()?.analyzer()?,
             engine.embedder().map(|e| e.info().name.clone()),
             ingested,
             started.elapsed().as_secs_f64(),
@@ -269,7 +270,7 @@ impl Store {
                 summarizer,
                 exact: exact.then_some(true),
             }
-            .resolve(reader.default_strategy()?)?;
+            .resolve(reader.searcher()?.default_strategy()?)?;
             if model.is_some() {
                 s.model = model;
             }
@@ -350,7 +351,7 @@ impl Store {
             let embedder = self.model(&model)?;
             let mut guard = self.writer(false)?;
             let engine = guard.as_mut().context("the store is not open")?;
-            let report = engine.add_model(embedder, &mut |_, _, _| {})?;
+            let report = engine.writer().add_model(embedder, &mut |_, _, _| {})?;
             Ok(serde_json::to_string(&report)?)
         })
     }
@@ -363,7 +364,7 @@ impl Store {
                 kind.parse().map_err(|e: ckeep_index::Error| usage(e.to_string()))?;
             let mut guard = self.writer(false)?;
             let engine = guard.as_mut().context("the store is not open")?;
-            engine.set_quantization(repr.as_deref(), kind)?;
+            engine.writer().set_quantization(repr.as_deref(), kind)?;
             Ok(())
         })
     }
@@ -428,7 +429,9 @@ impl Store {
 
     /// `ckeep stats --json`.
     fn stats(&self, py: Python<'_>) -> PyResult<String> {
-        detached(py, || self.read(|engine| Ok(serde_json::to_string(&engine.summary()?)?)))
+        detached(py, || {
+            self.read(|engine| Ok(serde_json::to_string(&engine.searcher()?.summary()?)?))
+        })
     }
 
     /// Near-duplicate clusters of the store: `ckeep dedup --json`.
@@ -461,7 +464,8 @@ impl Store {
             {
                 reader.set_embedder(self.model(&spec)?);
             }
-            let report = reader.dedup_report(&opts, model.as_ref(), explain)?;
+            let report =
+                ckeep_engine::Dedup::new(&reader).report(&opts, model.as_ref(), explain)?;
             Ok(serde_json::to_string(&report)?)
         })
     }

@@ -74,7 +74,7 @@ fn ingest(corpus: &Corpus, chunker: &ChunkerSpec, dir: &Path) -> (Duration, u64,
     let _ = std::fs::remove_dir_all(dir);
     let mut engine = Engine::new(SqliteStore::open_or_create(dir).unwrap());
     let started = Instant::now();
-    let mut ingest = engine.ingest(chunker).unwrap();
+    let mut ingest = engine.writer().ingest(chunker).unwrap();
     for d in &corpus.docs {
         ingest.add(d.clone()).unwrap();
     }

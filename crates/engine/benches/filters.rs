@@ -61,7 +61,7 @@ fn build(dir: &std::path::Path, model: &Arc<dyn Embedder>) -> usize {
     let started = Instant::now();
     let mut engine =
         Engine::new(SqliteStore::open_or_create(dir).unwrap()).with_embedder(Arc::clone(model));
-    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     let docs = corpus(&data);
     let documents = docs.len();
     for (i, mut d) in docs.into_iter().enumerate() {

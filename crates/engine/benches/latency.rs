@@ -85,7 +85,7 @@ fn main() {
     let started = Instant::now();
     let mut engine =
         Engine::new(SqliteStore::open_or_create(dir.path()).unwrap()).with_embedder(cached);
-    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     for d in &docs {
         ingest.add(d.clone()).unwrap();
     }

@@ -82,7 +82,8 @@ impl Embedder for RowEmbedder {
 
 /// Adds the documents of rows `added` and removes those of rows `removed`, in one ingest.
 fn write(engine: &mut Engine<SqliteStore>, added: std::ops::Range<usize>, removed: &[usize]) {
-    let mut ingest = engine.ingest(&"paragraphs".parse().expect("chunker")).expect("ingest");
+    let mut ingest =
+        engine.writer().ingest(&"paragraphs".parse().expect("chunker")).expect("ingest");
     ingest.remove(removed.iter().map(|i| format!("d{i}")));
     for i in added {
         ingest.add(Document::new(format!("d{i}"), "", format!("r{i}"))).expect("add");
@@ -113,7 +114,7 @@ fn update_cost(dir: &Path, n: usize, model: &Arc<dyn Embedder>) -> (f64, f64) {
     let reader = writer.reader(open());
     // A server's reader holds the vectors (and the stored graph is current) before it starts.
     let start = Instant::now();
-    assert!(reader.build_vector_index().expect("load").is_empty(), "a store left mid-way");
+    assert!(reader.vectors().build().expect("load").is_empty(), "a store left mid-way");
     eprintln!("{n} rows: read in {:.1} s", start.elapsed().as_secs_f64());
     let whole = writer.store().aux("hnsw:plain").expect("aux").map_or(0, |b| b.len());
     let (mut times, mut bytes) = (Vec::new(), Vec::new());
@@ -127,9 +128,9 @@ fn update_cost(dir: &Path, n: usize, model: &Arc<dyn Embedder>) -> (f64, f64) {
         let removed: Vec<usize> = (0..REMOVED).map(|i| (from * 7 + i * 131) % n).collect();
         write(&mut writer, from..from + ADDED, &removed);
         let start = Instant::now();
-        let builds = reader.compact_vector_index().expect("pass");
+        let builds = reader.vectors().compact().expect("pass");
         let written: usize = builds.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
-        writer.save_vector_index(builds).expect("save");
+        writer.writer().save_vector_index(builds).expect("save");
         times.push(start.elapsed().as_secs_f64());
         bytes.push(written as f64);
     }

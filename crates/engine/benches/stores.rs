@@ -31,7 +31,7 @@ fn ingest(
 ) -> (Engine<DynStore>, f64, u64) {
     let started = Instant::now();
     let mut engine = Engine::new(store).with_embedder(Arc::clone(model));
-    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     for d in docs {
         ingest.add(d.clone()).unwrap();
     }

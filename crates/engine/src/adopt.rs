@@ -12,8 +12,10 @@ use std::time::Instant;
 use ckeep_embed::ModelInfo;
 use ckeep_store::{Manifest, StoreWrite};
 
-use crate::derive::{DeriveProgress, StageReport};
-use crate::{Engine, Error, PLAIN_REPR, Result};
+use crate::error::{Error, Result};
+use crate::represent::PLAIN_REPR;
+use crate::stage::{DeriveProgress, StageReport};
+use crate::writer::Writer;
 
 /// Where the model being adopted is recorded until the manifest takes it.
 const ADOPTING: &str = "adopting_model";
@@ -29,17 +31,17 @@ pub(crate) fn record_model(manifest: &mut Manifest, info: &ModelInfo) {
     }
 }
 
-impl<S: StoreWrite> Engine<S> {
+impl<S: StoreWrite> Writer<'_, S> {
     /// Embeds the stored chunks of a store built without a model with this engine's model,
     /// then records the model and builds the vectors of the representations and summaries the
     /// store keeps. Nothing to do when the store already has this model; a store with another
     /// model is refused.
     pub fn adopt_model(&mut self, progress: DeriveProgress<'_>) -> Result<StageReport> {
-        let embedder = self.embedder.clone().ok_or_else(|| {
+        let embedder = self.engine.embedder.clone().ok_or_else(|| {
             Error::ModelRequired("embedding the stored chunks needs --model".into())
         })?;
         let info = embedder.info().clone();
-        let mut manifest = self.store.manifest()?;
+        let mut manifest = self.engine.store.manifest()?;
         let stage = format!("embedding stored chunks with {}", info.name);
         let mut report = StageReport { stage, ..StageReport::default() };
         if manifest.model.is_some() {
@@ -47,25 +49,25 @@ impl<S: StoreWrite> Engine<S> {
             return Ok(report);
         }
         let claim = format!("{}\n{}", info.fingerprint, info.name);
-        match self.store.aux(ADOPTING)? {
+        match self.engine.store.aux(ADOPTING)? {
             Some(bytes) if !bytes.is_empty() && bytes != claim.as_bytes() => {
                 let text = String::from_utf8_lossy(&bytes);
                 let stored = text.split_once('\n').map_or(&*text, |(_, name)| name).to_string();
                 return Err(Error::ModelMismatch { stored, requested: info.name });
             }
             Some(bytes) if !bytes.is_empty() => {}
-            _ => self.store.set_aux(ADOPTING, claim.as_bytes())?,
+            _ => self.engine.store.set_aux(ADOPTING, claim.as_bytes())?,
         }
         let started = Instant::now();
         self.embed_lacking_vectors(PLAIN_REPR, embedder.as_ref(), &mut report, progress)?;
         record_model(&mut manifest, &info);
-        self.store.set_manifest(&manifest)?;
+        self.engine.store.set_manifest(&manifest)?;
         // Documents another writer added without a model meanwhile.
         self.embed_lacking_vectors(PLAIN_REPR, embedder.as_ref(), &mut report, progress)?;
-        self.store.set_aux(ADOPTING, b"")?;
+        self.engine.store.set_aux(ADOPTING, b"")?;
         self.require(&[], &[])?;
         self.derive(progress)?;
-        if !self.background_index {
+        if !self.engine.background_index {
             self.refresh_vector_index()?;
         }
         report.seconds = started.elapsed().as_secs_f64();

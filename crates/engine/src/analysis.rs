@@ -8,7 +8,8 @@ use std::str::FromStr;
 use ckeep_index::Analyzer;
 use ckeep_store::{Manifest, StoreRead};
 
-use crate::{Engine, Error, Result};
+use crate::error::{Error, Result};
+use crate::search::Searcher;
 
 /// The analyzer asked for on ingest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -38,10 +39,10 @@ impl FromStr for AnalyzerChoice {
     }
 }
 
-impl<S: StoreRead> Engine<S> {
+impl<S: StoreRead> Searcher<'_, S> {
     /// The analyzer the store records (`None` before its first document).
     pub fn analyzer(&self) -> Result<Option<Analyzer>> {
-        recorded(&self.store.manifest()?)
+        recorded(self.manifest())
     }
 }
 

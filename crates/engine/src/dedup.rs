@@ -12,8 +12,13 @@ use ckeep_store::{StoreRead, VectorMatrix};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::similar::EmbeddedText;
-use crate::{ANN_MIN_VECTORS, Engine, Error, Level, PLAIN_REPR, PairModel, PairScorer, Result};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::pair_model::PairModel;
+use crate::represent::PLAIN_REPR;
+use crate::similar::{EmbeddedText, PairScorer};
+use crate::strategy::Level;
+use crate::vectors::ANN_MIN_VECTORS;
 
 /// Below this many vectors candidates come from an exact scan (building a graph costs more).
 const GRAPH_MIN_VECTORS: usize = 2_000;
@@ -27,6 +32,19 @@ const LEARNED_BATCH: usize = 64;
 
 /// Beam width of the neighbour searches.
 const NEIGHBOUR_EF: usize = 64;
+
+/// Near-duplicate search over one engine's store (`ckeep dedup`, Python's `Store.dedup`).
+#[derive(Debug, Clone, Copy)]
+pub struct Dedup<'a, S> {
+    engine: &'a Engine<S>,
+}
+
+impl<'a, S> Dedup<'a, S> {
+    /// Near-duplicate search over the store of `engine`, with its model.
+    pub fn new(engine: &'a Engine<S>) -> Self {
+        Self { engine }
+    }
+}
 
 /// What to look for.
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +85,7 @@ pub struct MatchedChunk {
     pub chunk_id: ChunkId,
     /// Its bytes in its document.
     pub span: Span,
-    /// Its text, once [`Engine::add_match_texts`] has filled it in.
+    /// Its text, once [`Dedup::add_match_texts`] has filled it in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// Its document, to read the text by.
@@ -144,7 +162,7 @@ fn candidate_rows<S: StoreRead>(
 ) -> Vec<RowPair> {
     let graph = generation
         .filter(|_| m.len() >= GRAPH_MIN_VECTORS.min(ANN_MIN_VECTORS))
-        .and_then(|generation| engine.graph(PLAIN_REPR, m, generation));
+        .and_then(|generation| engine.vectors().graph(PLAIN_REPR, m, generation));
     let rows: Vec<usize> = (0..m.len()).filter(|&i| usable[i]).collect();
     rows.par_iter()
         .flat_map_iter(|&i| {
@@ -204,7 +222,7 @@ fn components(pairs: &[(DocKey, DocKey)]) -> Vec<Vec<DocKey>> {
     groups.into_values().collect()
 }
 
-impl<S: StoreRead> Engine<S> {
+impl<S: StoreRead> Dedup<'_, S> {
     /// All near-duplicate document pairs (or chunk pairs) of the store, grouped into clusters,
     /// largest score first.
     pub fn dedup(&self, opts: &DedupOptions) -> Result<Vec<DuplicateCluster>> {
@@ -214,7 +232,7 @@ impl<S: StoreRead> Engine<S> {
 
     /// The store's plain vectors and the pairs scoring at least the threshold.
     fn scored_pairs(&self, opts: &DedupOptions) -> Result<(Arc<VectorMatrix>, Vec<Found>)> {
-        if self.store.manifest()?.model.is_none() {
+        if self.engine.store.manifest()?.model.is_none() {
             return Err(Error::ModelRequired(
                 "the store has no vectors: dedup compares chunk embeddings; build the store with `ckeep add --model NAME`".into(),
             ));
@@ -222,8 +240,10 @@ impl<S: StoreRead> Engine<S> {
         if opts.top_k == 0 || opts.neighbours == 0 {
             return Err(Error::Invalid("top-k and neighbours must be at least 1".into()));
         }
-        let (m, generation) = self.matrix(&self.plain()?)?;
+        let vectors = self.engine.vectors();
+        let (m, generation) = vectors.matrix(&vectors.plain()?)?;
         let long: HashSet<ChunkId> = self
+            .engine
             .store
             .chunks_by_id(&m.ids)?
             .into_iter()
@@ -231,7 +251,7 @@ impl<S: StoreRead> Engine<S> {
             .map(|c| c.id)
             .collect();
         let usable: Vec<bool> = m.ids.iter().map(|id| long.contains(id)).collect();
-        let candidates = candidate_rows(self, (&m, generation), &usable, opts.neighbours);
+        let candidates = candidate_rows(self.engine, (&m, generation), &usable, opts.neighbours);
         let mut found: Vec<Found> = Vec::new();
         match opts.level {
             Level::Chunk => {
@@ -282,16 +302,17 @@ impl<S: StoreRead> Engine<S> {
         if opts.level != Level::Doc {
             return Err(Error::Invalid("a pair model scores document pairs; use level doc".into()));
         }
-        let Some(embedder) = self.embedder.clone() else {
+        let Some(embedder) = self.engine.embedder.clone() else {
             return Err(Error::ModelRequired("a pair model needs the store's model loaded".into()));
         };
         let chunker = model.chunker.parse().map_err(|e: ckeep_text::Error| {
             Error::Invalid(format!("the pair model's chunker: {e}"))
         })?;
+        let manifest = self.engine.store.manifest()?;
         let further = model
             .further_models
             .iter()
-            .map(|m| self.pair_embedder(m))
+            .map(|m| self.engine.more_models.pair_embedder(&manifest, m))
             .collect::<Result<Vec<_>>>()?;
         let scorer =
             PairScorer::new(embedder, chunker, model.top_k)?.with_further_models(further)?;
@@ -303,8 +324,8 @@ impl<S: StoreRead> Engine<S> {
         let mut embedded: HashMap<DocKey, (String, EmbeddedText)> = HashMap::new();
         for batch in keys.chunks(LEARNED_BATCH) {
             let mut texts = Vec::with_capacity(batch.len());
-            for id in self.store.doc_ids_by_key(batch)? {
-                let doc = self.store.document(&id)?;
+            for id in self.engine.store.doc_ids_by_key(batch)? {
+                let doc = self.engine.store.document(&id)?;
                 texts.push(doc.map(|d| d.document.text).unwrap_or_default());
             }
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -323,9 +344,9 @@ impl<S: StoreRead> Engine<S> {
         self.clusters(&m, &kept)
     }
 
-    /// [`Engine::dedup`] timed and described, with each matching chunk's text if `texts`.
-    /// With `model`, pairs are decided by it ([`Engine::dedup_learned`]).
-    pub fn dedup_report(
+    /// [`Dedup::dedup`] timed and described, with each matching chunk's text if `texts`.
+    /// With `model`, pairs are decided by it ([`Dedup::dedup_learned`]).
+    pub fn report(
         &self,
         opts: &DedupOptions,
         model: Option<&PairModel>,
@@ -357,7 +378,7 @@ impl<S: StoreRead> Engine<S> {
             .flat_map(|m| [&mut m.a, &mut m.b])
             .collect();
         let spans: Vec<(DocKey, Span)> = sides.iter().map(|s| (s.doc, s.span)).collect();
-        for (side, text) in sides.iter_mut().zip(self.store.span_texts(&spans)?) {
+        for (side, text) in sides.iter_mut().zip(self.engine.store.span_texts(&spans)?) {
             side.text = Some(text);
         }
         Ok(())
@@ -371,8 +392,13 @@ impl<S: StoreRead> Engine<S> {
                 f.rows.iter().flat_map(|&(i, j, _)| [m.ids[i as usize], m.ids[j as usize]])
             })
             .collect();
-        let spans: HashMap<ChunkId, Span> =
-            self.store.chunks_by_id(&ids)?.into_iter().map(|c| (c.id, c.chunk.span)).collect();
+        let spans: HashMap<ChunkId, Span> = self
+            .engine
+            .store
+            .chunks_by_id(&ids)?
+            .into_iter()
+            .map(|c| (c.id, c.chunk.span))
+            .collect();
         let keys: Vec<DocKey> = {
             let mut k: Vec<DocKey> = found.iter().flat_map(|f| [f.a, f.b]).collect();
             k.sort_unstable();
@@ -380,7 +406,7 @@ impl<S: StoreRead> Engine<S> {
             k
         };
         let names: HashMap<DocKey, String> =
-            keys.iter().copied().zip(self.store.doc_ids_by_key(&keys)?).collect();
+            keys.iter().copied().zip(self.engine.store.doc_ids_by_key(&keys)?).collect();
         let side = |row: u32| {
             let id = m.ids[row as usize];
             MatchedChunk {

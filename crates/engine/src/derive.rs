@@ -11,49 +11,26 @@ use ckeep_core::Chunk;
 use ckeep_embed::InputKind;
 use ckeep_store::{DerivedWrite, Lacking, LexicalEntry, StoreWrite, StoredDocument, VectorEntry};
 use rayon::prelude::*;
-use serde::Serialize;
 
+use crate::error::{Error, Result};
 use crate::manifest::{is_summary_repr, summary_repr};
+use crate::represent::PLAIN_REPR;
 use crate::represent::Representation;
+use crate::stage::{DeriveProgress, DeriveReport, StageReport};
 use crate::summarize::{LoadedSummarizer, Summarizer};
-use crate::{Engine, Error, PLAIN_REPR, Result};
+use crate::writer::Writer;
 
 /// Documents per transaction for fast derivations (slow ones write every document).
 const BATCH_DOCS: usize = 32;
 
-/// Progress reports: `(stage, done, total)`.
-pub type DeriveProgress<'a> = &'a mut dyn FnMut(&str, u64, u64);
-
-/// What a derivation did, per summarizer or representation.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct DeriveReport {
-    /// One entry per stage that had work.
-    pub stages: Vec<StageReport>,
-}
-
-/// One summarizer's or representation's work.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct StageReport {
-    /// `summary lead:128`, `repr late`, …
-    pub stage: String,
-    /// Documents processed.
-    pub documents: u64,
-    /// Vectors written.
-    pub vectors: u64,
-    /// Tokens a language model generated (summaries by `llm:` or `http:`).
-    pub generated_tokens: u64,
-    /// Wall time.
-    pub seconds: f64,
-}
-
-impl<S: StoreWrite> Engine<S> {
+impl<S: StoreWrite> Writer<'_, S> {
     /// Records summarizers and representations every document of the store gets (now, by
-    /// [`Engine::derive`], and when added later). Checks that what they need is there.
+    /// [`Writer::derive`], and when added later). Checks that what they need is there.
     pub fn require(&mut self, reprs: &[Representation], summarizers: &[Summarizer]) -> Result<()> {
-        let mut manifest = self.store.manifest()?;
+        let mut manifest = self.engine.store.manifest()?;
         let before = manifest.clone();
         for s in summarizers {
-            if s.needs_model() && self.embedder.is_none() {
+            if s.needs_model() && self.engine.embedder.is_none() {
                 return Err(Error::ModelRequired(format!(
                     "the `{s}` summarizer embeds sentences; pass --model"
                 )));
@@ -92,12 +69,12 @@ impl<S: StoreWrite> Engine<S> {
             } else {
                 None
             };
-            if let (Representation::Late, Some(e)) = (r, &self.embedder) {
+            if let (Representation::Late, Some(e)) = (r, &self.engine.embedder) {
                 // Fail before the ingest, not after it, when the model has no token vectors.
                 e.token_vectors(&[""], InputKind::Document)?;
             }
             let needs_model = !matches!(r, Representation::Contextual(_));
-            if needs_model && self.embedder.is_none() {
+            if needs_model && self.engine.embedder.is_none() {
                 return Err(Error::ModelRequired(format!(
                     "the `{r}` representation is a vector; pass --model"
                 )));
@@ -109,7 +86,7 @@ impl<S: StoreWrite> Engine<S> {
                 manifest.representations.push(name);
             }
         }
-        if self.embedder.is_some() {
+        if self.engine.embedder.is_some() {
             for s in &manifest.summarizers.clone() {
                 let name = summary_repr(s);
                 if !manifest.representations.contains(&name) {
@@ -118,19 +95,19 @@ impl<S: StoreWrite> Engine<S> {
             }
         }
         if manifest != before {
-            self.store.set_manifest(&manifest)?;
+            self.engine.store.set_manifest(&manifest)?;
         }
         Ok(())
     }
 
     /// Makes `repr` the representation searched when a strategy names none (`None`: plain);
-    /// [`Engine::require`] it first, so every document has it.
+    /// [`Writer::require`] it first, so every document has it.
     pub fn set_default_repr(&mut self, repr: Option<Representation>) -> Result<()> {
-        let mut manifest = self.store.manifest()?;
+        let mut manifest = self.engine.store.manifest()?;
         let spec = repr.filter(|r| *r != Representation::Plain).map(|r| r.to_string());
         if manifest.default_repr != spec {
             manifest.default_repr = spec;
-            self.store.set_manifest(&manifest)?;
+            self.engine.store.set_manifest(&manifest)?;
         }
         Ok(())
     }
@@ -138,15 +115,16 @@ impl<S: StoreWrite> Engine<S> {
     /// Computes every summary and stored representation the manifest lists for the documents
     /// that lack it.
     pub fn derive(&mut self, progress: DeriveProgress<'_>) -> Result<DeriveReport> {
-        let manifest = self.store.manifest()?;
+        let manifest = self.engine.store.manifest()?;
         let mut report = DeriveReport::default();
         for spec in &manifest.summarizers {
             let summarizer: Summarizer = spec.parse().map_err(Error::Invalid)?;
-            let lacking = self.store.documents_lacking(Lacking::Summary(spec))?;
+            let lacking = self.engine.store.documents_lacking(Lacking::Summary(spec))?;
             if lacking.is_empty() {
                 continue;
             }
-            let loaded = LoadedSummarizer::load(&summarizer, self.generation_cache.as_deref())?;
+            let loaded =
+                LoadedSummarizer::load(&summarizer, self.engine.generation_cache.as_deref())?;
             let stage = format!("summaries {spec}");
             let batch = if summarizer.is_slow() { 1 } else { BATCH_DOCS };
             let mut done = StageReport { stage: stage.clone(), ..StageReport::default() };
@@ -156,7 +134,7 @@ impl<S: StoreWrite> Engine<S> {
                 let (writes, tokens) = self.summaries(&loaded, ids)?;
                 done.vectors += writes.iter().map(|w| w.vectors.len() as u64).sum::<u64>();
                 done.generated_tokens += tokens;
-                self.store.write_derived(writes)?;
+                self.engine.store.write_derived(writes)?;
                 done.documents += ids.len() as u64;
                 progress(&stage, done.documents, lacking.len() as u64);
             }
@@ -170,8 +148,8 @@ impl<S: StoreWrite> Engine<S> {
             if let (_, Some(model)) = crate::more_models::split_model_repr(name) {
                 let record = manifest.extra_models.iter().find(|r| r.name == model);
                 // Listed only with a model to make them; without one the store adds no vectors.
-                if let (Some(record), true) = (record, self.embedder.is_some()) {
-                    let embedder = self.more_models.get(record)?;
+                if let (Some(record), true) = (record, self.engine.embedder.is_some()) {
+                    let embedder = self.engine.more_models.get(record)?;
                     let stage = format!("representation {name}");
                     let mut done = StageReport { stage, ..StageReport::default() };
                     let started = Instant::now();
@@ -186,10 +164,10 @@ impl<S: StoreWrite> Engine<S> {
             let (repr_name, summarizer) =
                 name.split_once('@').map_or((name.as_str(), None), |(r, s)| (r, Some(s)));
             let repr: Representation = repr_name.parse().map_err(Error::Invalid)?;
-            let lacking = if self.embedder.is_some() {
-                self.store.documents_lacking(Lacking::Vectors(name))?
+            let lacking = if self.engine.embedder.is_some() {
+                self.engine.store.documents_lacking(Lacking::Vectors(name))?
             } else {
-                self.store.documents_lacking(Lacking::Field(name))?
+                self.engine.store.documents_lacking(Lacking::Field(name))?
             };
             if lacking.is_empty() {
                 continue;
@@ -201,7 +179,7 @@ impl<S: StoreWrite> Engine<S> {
             for ids in lacking.chunks(BATCH_DOCS) {
                 let writes = self.represent(repr, name, summarizer, ids)?;
                 done.vectors += writes.iter().map(|w| w.vectors.len() as u64).sum::<u64>();
-                self.store.write_derived(writes)?;
+                self.engine.store.write_derived(writes)?;
                 done.documents += ids.len() as u64;
                 progress(&stage, done.documents, lacking.len() as u64);
             }
@@ -218,8 +196,9 @@ impl<S: StoreWrite> Engine<S> {
     ) -> Result<Vec<(StoredDocument, Vec<Chunk>)>> {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            if let Some(doc) = self.store.document(id)? {
+            if let Some(doc) = self.engine.store.document(id)? {
                 let leaves = self
+                    .engine
                     .store
                     .chunks_of(id)?
                     .into_iter()
@@ -238,7 +217,7 @@ impl<S: StoreWrite> Engine<S> {
         loaded: &LoadedSummarizer,
         ids: &[String],
     ) -> Result<(Vec<DerivedWrite>, u64)> {
-        let embedder = self.embedder.as_deref();
+        let embedder = self.engine.embedder.as_deref();
         let docs = self.documents_with_leaves(ids)?;
         let summaries: Vec<(String, usize)> = docs
             .par_iter()
@@ -318,6 +297,7 @@ impl<S: StoreWrite> Engine<S> {
         writes: &mut [DerivedWrite],
     ) -> Result<()> {
         let embedder = self
+            .engine
             .embedder
             .as_ref()
             .ok_or_else(|| Error::ModelRequired("late chunking needs --model".into()))?;
@@ -358,13 +338,13 @@ impl<S: StoreWrite> Engine<S> {
     /// Contextual text per leaf: its lexical entries, and its vectors with a model.
     fn contextual_entries(
         &self,
-        parts: crate::ContextParts,
+        parts: crate::represent::ContextParts,
         name: &str,
         summarizer: Option<&str>,
         docs: &[(StoredDocument, Vec<Chunk>)],
         writes: &mut [DerivedWrite],
     ) -> Result<()> {
-        let analyzer = crate::analysis::of_store(&self.store.manifest()?)?;
+        let analyzer = crate::analysis::of_store(&self.engine.store.manifest()?)?;
         let texts = self.leaf_texts(Representation::Contextual(parts), summarizer, docs)?;
         for ((w, (_, leaves)), texts) in writes.iter_mut().zip(docs).zip(&texts) {
             w.lexical = leaves
@@ -376,7 +356,7 @@ impl<S: StoreWrite> Engine<S> {
                 })
                 .collect();
         }
-        if let Some(embedder) = &self.embedder {
+        if let Some(embedder) = &self.engine.embedder {
             let flat: Vec<&str> = texts.iter().flatten().map(String::as_str).collect();
             let (mut vectors, _) = embedder.embed(&flat, InputKind::Document)?;
             vectors.reverse();

@@ -304,44 +304,43 @@ pub(crate) fn select(
     picked.into_iter().filter_map(|(i, why)| Some((slots[i].take()?, why))).collect()
 }
 
-impl<S: ckeep_store::StoreRead> crate::Engine<S> {
-    /// The ranked `pool` as the strategy's diversification leaves it: unchanged, or the `k`
-    /// results MMR picks, with why each stands where it does (keyed by its best chunk).
-    pub(crate) fn diversified(
-        &self,
-        pool: Vec<DocHit>,
-        diversify: Diversify,
-        k: usize,
-        analyzer: ckeep_index::Analyzer,
-    ) -> crate::Result<(Vec<DocHit>, HashMap<ChunkId, Redundancy>)> {
-        let Diversify::Mmr { lambda, .. } = diversify else { return Ok((pool, HashMap::new())) };
-        let vectors = self.mmr_vectors(&pool, analyzer)?;
-        let picked = select(pool, &vectors, lambda, k);
-        let why = picked.iter().filter_map(|(g, r)| Some((g.chunks.first()?.chunk, *r))).collect();
-        Ok((picked.into_iter().map(|(g, _)| g).collect(), why))
-    }
+/// The ranked `pool` as the strategy's diversification leaves it: unchanged, or the `k` results
+/// MMR picks, with why each stands where it does (keyed by its best chunk). Chunks are compared
+/// as [`mmr_vectors`] reads them from `store`.
+pub(crate) fn diversified<S: ckeep_store::StoreRead>(
+    store: &S,
+    pool: Vec<DocHit>,
+    diversify: Diversify,
+    k: usize,
+    analyzer: ckeep_index::Analyzer,
+) -> crate::error::Result<(Vec<DocHit>, HashMap<ChunkId, Redundancy>)> {
+    let Diversify::Mmr { lambda, .. } = diversify else { return Ok((pool, HashMap::new())) };
+    let vectors = mmr_vectors(store, &pool, analyzer)?;
+    let picked = select(pool, &vectors, lambda, k);
+    let why = picked.iter().filter_map(|(g, r)| Some((g.chunks.first()?.chunk, *r))).collect();
+    Ok((picked.into_iter().map(|(g, _)| g).collect(), why))
+}
 
-    /// The vectors MMR compares the chunks of `pool` by: their stored plain embeddings when the
-    /// store has one for every such chunk, else their analysed term counts (`analyzer`, the
-    /// store's, so Chinese text is compared by its words).
-    fn mmr_vectors(
-        &self,
-        pool: &[DocHit],
-        analyzer: ckeep_index::Analyzer,
-    ) -> crate::Result<ChunkVectors> {
-        let ids = compared_chunks(pool);
-        let mut stored: HashMap<ChunkId, Vec<f32>> = HashMap::with_capacity(ids.len());
-        self.store.each_vector(crate::PLAIN_REPR, Some(&ids), &mut |id, _, v| {
-            stored.insert(id, v.to_vec());
-        })?;
-        if stored.len() == ids.len() {
-            return Ok(dense_vectors(stored));
-        }
-        let chunks = self.store.chunks_by_id(&ids)?;
-        let spans: Vec<_> = chunks.iter().map(|c| (c.doc, c.chunk.span)).collect();
-        let texts = self.store.span_texts(&spans)?;
-        Ok(term_vectors(analyzer, chunks.iter().map(|c| c.id).zip(texts)))
+/// The vectors MMR compares the chunks of `pool` by: their stored plain embeddings when the
+/// store has one for every such chunk, else their analysed term counts (`analyzer`, the
+/// store's, so Chinese text is compared by its words).
+fn mmr_vectors<S: ckeep_store::StoreRead>(
+    store: &S,
+    pool: &[DocHit],
+    analyzer: ckeep_index::Analyzer,
+) -> crate::error::Result<ChunkVectors> {
+    let ids = compared_chunks(pool);
+    let mut stored: HashMap<ChunkId, Vec<f32>> = HashMap::with_capacity(ids.len());
+    store.each_vector(crate::represent::PLAIN_REPR, Some(&ids), &mut |id, _, v| {
+        stored.insert(id, v.to_vec());
+    })?;
+    if stored.len() == ids.len() {
+        return Ok(dense_vectors(stored));
     }
+    let chunks = store.chunks_by_id(&ids)?;
+    let spans: Vec<_> = chunks.iter().map(|c| (c.doc, c.chunk.span)).collect();
+    let texts = store.span_texts(&spans)?;
+    Ok(term_vectors(analyzer, chunks.iter().map(|c| c.id).zip(texts)))
 }
 
 #[cfg(test)]

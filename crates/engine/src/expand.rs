@@ -19,7 +19,7 @@ use std::str::FromStr;
 use ckeep_core::{ChunkHit, DocKey, Span};
 use ckeep_store::{StoreRead, StoredChunk};
 
-use crate::{Engine, Result};
+use crate::error::Result;
 
 /// How a hit grows into its context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -77,46 +77,44 @@ impl DocTree {
     }
 }
 
-impl<S: StoreRead> Engine<S> {
-    /// Applies `expansion` to ranked contexts and merges overlapping ones.
-    pub(crate) fn expand(
-        &self,
-        contexts: Vec<Context>,
-        expansion: Expansion,
-    ) -> Result<Vec<Context>> {
-        if expansion == Expansion::None {
-            return Ok(contexts);
-        }
-        let mut trees: HashMap<DocKey, DocTree> = HashMap::new();
-        for c in &contexts {
-            if let std::collections::hash_map::Entry::Vacant(slot) = trees.entry(c.doc) {
-                slot.insert(self.doc_tree(c.doc, expansion)?);
-            }
-        }
-        let contexts = match expansion {
-            Expansion::Merge(r) => merge_up(contexts, &trees, f32::from(r) / 1000.0),
-            Expansion::None | Expansion::Window(_) | Expansion::Parent | Expansion::Doc => contexts,
-        };
-        let grown = contexts.into_iter().map(|mut c| {
-            let tree = &trees[&c.doc];
-            c.spans = union(c.spans.iter().map(|s| grow(*s, tree, expansion)).collect());
-            c
-        });
-        Ok(merge_overlapping(grown.collect()))
+/// Applies `expansion` to ranked contexts and merges overlapping ones, reading the documents'
+/// chunk trees from `store`.
+pub(crate) fn expand<S: StoreRead>(
+    store: &S,
+    contexts: Vec<Context>,
+    expansion: Expansion,
+) -> Result<Vec<Context>> {
+    if expansion == Expansion::None {
+        return Ok(contexts);
     }
+    let mut trees: HashMap<DocKey, DocTree> = HashMap::new();
+    for c in &contexts {
+        if let std::collections::hash_map::Entry::Vacant(slot) = trees.entry(c.doc) {
+            slot.insert(doc_tree(store, c.doc, expansion)?);
+        }
+    }
+    let contexts = match expansion {
+        Expansion::Merge(r) => merge_up(contexts, &trees, f32::from(r) / 1000.0),
+        Expansion::None | Expansion::Window(_) | Expansion::Parent | Expansion::Doc => contexts,
+    };
+    let grown = contexts.into_iter().map(|mut c| {
+        let tree = &trees[&c.doc];
+        c.spans = union(c.spans.iter().map(|s| grow(*s, tree, expansion)).collect());
+        c
+    });
+    Ok(merge_overlapping(grown.collect()))
+}
 
-    fn doc_tree(&self, key: DocKey, expansion: Expansion) -> Result<DocTree> {
-        let id = self.store.doc_ids_by_key(&[key])?.pop().unwrap_or_default();
-        let doc = self.store.document(&id)?;
-        let text = doc.map(|d| d.document.text).unwrap_or_default();
-        let sentences = match expansion {
-            Expansion::Window(_) => ckeep_text::chunk::sentence_spans(&text),
-            Expansion::None | Expansion::Parent | Expansion::Doc | Expansion::Merge(_) => {
-                Vec::new()
-            }
-        };
-        Ok(DocTree::new(self.store.chunks_of(&id)?, text.len(), sentences))
-    }
+/// The chunk tree of document `key`, with its sentences when `expansion` grows by them.
+fn doc_tree<S: StoreRead>(store: &S, key: DocKey, expansion: Expansion) -> Result<DocTree> {
+    let id = store.doc_ids_by_key(&[key])?.pop().unwrap_or_default();
+    let doc = store.document(&id)?;
+    let text = doc.map(|d| d.document.text).unwrap_or_default();
+    let sentences = match expansion {
+        Expansion::Window(_) => ckeep_text::chunk::sentence_spans(&text),
+        Expansion::None | Expansion::Parent | Expansion::Doc | Expansion::Merge(_) => Vec::new(),
+    };
+    Ok(DocTree::new(store.chunks_of(&id)?, text.len(), sentences))
 }
 
 /// The context of one span.

@@ -7,7 +7,7 @@ use std::error::Error as StdError;
 
 use ckeep_text::is_missing_path;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Whose fault an error is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,11 @@ use ckeep_text::{ChunkerSpec, SizeCounter, WordCounter};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::{Engine, Error, PLAIN_FIELD, PLAIN_REPR, Result};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::lexical::PLAIN_FIELD;
+use crate::represent::PLAIN_REPR;
+use crate::writer::Writer;
 
 /// A batch is written when it holds this many documents…
 const BATCH_DOCS: usize = 2048;
@@ -57,7 +61,7 @@ pub struct IngestReport {
     pub vector_index_built: bool,
     /// Summaries and representations computed for documents that lacked them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub derived: Vec<crate::StageReport>,
+    pub derived: Vec<crate::stage::StageReport>,
 }
 
 /// An ingest in progress; call [`Ingest::finish`] to write the last batch.
@@ -74,14 +78,14 @@ pub struct Ingest<'e, S: StoreWrite> {
     report: IngestReport,
 }
 
-impl<S: StoreWrite> Engine<S> {
+impl<'e, S: StoreWrite> Writer<'e, S> {
     /// Starts an ingest with `chunker`, recording it (and the analyzer) in the manifest of a new
     /// store, or checking them against an existing one.
-    pub fn ingest(&mut self, chunker: &ChunkerSpec) -> Result<Ingest<'_, S>> {
-        let mut manifest = self.store.manifest()?;
+    pub fn ingest(self, chunker: &ChunkerSpec) -> Result<Ingest<'e, S>> {
+        let mut manifest = self.engine.store.manifest()?;
         let requested = chunker.to_string();
-        size_counter(chunker, self.embedder.as_ref())?;
-        if chunker.needs_sentence_vectors() && self.embedder.is_none() {
+        size_counter(chunker, self.engine.embedder.as_ref())?;
+        if chunker.needs_sentence_vectors() && self.engine.embedder.is_none() {
             return Err(Error::ModelRequired(format!(
                 "the `{requested}` chunker embeds sentences; pass --model"
             )));
@@ -92,13 +96,13 @@ impl<S: StoreWrite> Engine<S> {
             }
             _ => {}
         }
-        let analyzer = crate::analysis::for_ingest(&manifest, self.analyzer)?;
+        let analyzer = crate::analysis::for_ingest(&manifest, self.engine.analyzer)?;
         let mut changed =
             manifest.chunker.is_none() || (manifest.analyzer.is_none() && analyzer.is_some());
-        match (&self.embedder, &manifest.model) {
+        match (&self.engine.embedder, &manifest.model) {
             (Some(e), Some(_)) => crate::vectors::check_model(&manifest, e.as_ref())?,
             (Some(e), None) => {
-                if !self.store.document_ids()?.is_empty() {
+                if !self.engine.store.document_ids()?.is_empty() {
                     return Err(Error::ModelRequired(format!(
                         "the store holds documents indexed without a model; embed them first with `ckeep add --model {}` (no inputs)",
                         e.info().name
@@ -120,51 +124,16 @@ impl<S: StoreWrite> Engine<S> {
             if manifest.created_by.is_empty() {
                 manifest.created_by = format!("ckeep {}", env!("CARGO_PKG_VERSION"));
             }
-            self.store.set_manifest(&manifest)?;
+            self.engine.store.set_manifest(&manifest)?;
         }
         Ok(Ingest {
-            engine: self,
+            engine: self.engine,
             chunker: chunker.clone(),
             analyzer,
             pending: Vec::new(),
             pending_bytes: 0,
             removals: Vec::new(),
             report: IngestReport::default(),
-        })
-    }
-
-    /// The chunker recorded in the store, if any document was ever added.
-    pub fn stored_chunker(&self) -> Result<Option<ChunkerSpec>> {
-        let manifest = self.store.manifest()?;
-        manifest.chunker.map(|c| c.parse().map_err(Error::from)).transpose()
-    }
-
-    /// The chunker an ingest uses: the one asked for, else the store's, else the default;
-    /// its sizes counted in `unit` when one is given. The one rule of every front end.
-    pub fn chunker_for(
-        &self,
-        asked: Option<&ChunkerSpec>,
-        unit: Option<SizeUnit>,
-    ) -> Result<ChunkerSpec> {
-        let chunker = match asked {
-            Some(c) => c.clone(),
-            None => self.stored_chunker()?.unwrap_or_default(),
-        };
-        Ok(match unit {
-            Some(unit) => chunker.with_unit(unit)?,
-            None => chunker,
-        })
-    }
-
-    /// The embedding model spec to use: the one asked for, else the store's (see
-    /// [`crate::stored_model`]); `None` for a store built without one. A further model of the
-    /// store (see [`Engine::add_model`]) is loaded by the search that fuses it, so asking for
-    /// one gives the store's own. The one rule of every front end.
-    pub fn model_for(&self, asked: Option<&str>) -> Result<Option<String>> {
-        let manifest = self.store.manifest()?;
-        Ok(match asked {
-            Some(m) if !crate::more_models::is_further_model(&manifest, m) => Some(m.to_string()),
-            _ => crate::stored_model(&manifest),
         })
     }
 }
@@ -192,9 +161,12 @@ impl<S: StoreWrite> Ingest<'_, S> {
         Ok(())
     }
 
-    /// Sets the representation searches use by default (see [`Engine::set_default_repr`]).
-    pub fn set_default_repr(&mut self, repr: Option<crate::Representation>) -> Result<()> {
-        self.engine.set_default_repr(repr)
+    /// Sets the representation searches use by default (see [`Writer::set_default_repr`]).
+    pub fn set_default_repr(
+        &mut self,
+        repr: Option<crate::represent::Representation>,
+    ) -> Result<()> {
+        self.engine.writer().set_default_repr(repr)
     }
 
     /// Removes documents in the transaction that writes the last batch, so a reader sees the
@@ -204,14 +176,14 @@ impl<S: StoreWrite> Ingest<'_, S> {
         self.removals.extend(ids);
     }
 
-    /// Records representations and summarizers every document gets (see [`Engine::require`]);
+    /// Records representations and summarizers every document gets (see [`Writer::require`]);
     /// they are computed by [`Ingest::finish`].
     pub fn require(
         &mut self,
-        reprs: &[crate::Representation],
-        summarizers: &[crate::Summarizer],
+        reprs: &[crate::represent::Representation],
+        summarizers: &[crate::summarize::Summarizer],
     ) -> Result<()> {
-        self.engine.require(reprs, summarizers)
+        self.engine.writer().require(reprs, summarizers)
     }
 
     /// What has been done so far (written batches and skipped documents).
@@ -333,12 +305,15 @@ impl<S: StoreWrite> Ingest<'_, S> {
     }
 
     /// [`Ingest::finish`], reporting the derivation's progress (LLM summaries take minutes).
-    pub fn finish_with(mut self, progress: crate::DeriveProgress<'_>) -> Result<IngestReport> {
+    pub fn finish_with(
+        mut self,
+        progress: crate::stage::DeriveProgress<'_>,
+    ) -> Result<IngestReport> {
         let removals = std::mem::take(&mut self.removals);
         self.write_pending(&removals)?;
-        self.report.derived = self.engine.derive(progress)?.stages;
+        self.report.derived = self.engine.writer().derive(progress)?.stages;
         if self.engine.embedder.is_some() && !self.engine.background_index {
-            self.report.vector_index_built = self.engine.refresh_vector_index()?;
+            self.report.vector_index_built = self.engine.writer().refresh_vector_index()?;
         }
         Ok(self.report)
     }

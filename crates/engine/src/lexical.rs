@@ -7,7 +7,10 @@ use std::str::FromStr;
 
 use ckeep_index::Bm25;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
+
+/// The lexical field that holds chunks' own text.
+pub const PLAIN_FIELD: &str = "plain";
 
 /// A non-negative decimal kept in thousandths, so a strategy stays comparable and prints back
 /// as it was written.

@@ -4,7 +4,7 @@
 use ckeep_index::Quantization;
 use ckeep_store::Manifest;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Stored summary vectors are named by this prefix and their summarizer's spec.
 const SUMMARY_PREFIX: &str = "summary:";

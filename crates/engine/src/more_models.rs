@@ -5,23 +5,23 @@
 //! The store's own model (the manifest's `model`) is searched as before. Each further model
 //! (`Manifest::extra_models`) has, for every stored chunk representation `R` with text of its
 //! own (plain, contextual), its vectors of the same texts under `R|NAME`. A model is added like
-//! [`Engine::adopt_model`] adopts one: every document is embedded first, then the manifest
+//! [`Writer::adopt_model`] adopts one: every document is embedded first, then the manifest
 //! lists the model, so no reader ever searches it with documents missing; ingests after that
-//! embed new documents with it in [`Engine::derive`].
+//! embed new documents with it in [`Writer::derive`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use ckeep_embed::{Embedder, InputKind};
-use ckeep_store::{
-    DerivedWrite, Lacking, Manifest, ModelRecord, StoreRead, StoreWrite, VectorEntry,
-};
+use ckeep_store::{DerivedWrite, Lacking, Manifest, ModelRecord, StoreWrite, VectorEntry};
 
-use crate::derive::{DeriveProgress, StageReport};
+use crate::error::{Error, Result};
 use crate::manifest::{ManifestExt, is_summary_repr};
 use crate::represent::{Representation, Resolved, Source, context_prefix};
-use crate::{Engine, Error, Result, Strategy};
+use crate::stage::{DeriveProgress, StageReport};
+use crate::strategy::Strategy;
+use crate::writer::Writer;
 
 /// Separates a representation's name from the further model whose vectors it holds.
 const MODEL_SEPARATOR: char = '|';
@@ -160,7 +160,7 @@ impl MoreModels {
         if let Some(e) = loaded.get(&record.fingerprint) {
             return Ok(Arc::clone(e));
         }
-        let e = crate::load_model(&record.source, self.cache)?;
+        let e = crate::models::load_model(&record.source, self.cache)?;
         if e.info().fingerprint != record.fingerprint {
             return Err(Error::ModelMismatch {
                 stored: record.name.clone(),
@@ -176,41 +176,57 @@ impl MoreModels {
     }
 }
 
-impl<S: StoreRead> Engine<S> {
+impl MoreModels {
     /// The model `spec` for scoring pairs beside the store's own (a learned pair model's
     /// further models): the store's further model of that name if it has one, else loaded by
     /// name, behind the embedding cache as the engine's further models are.
-    pub(crate) fn pair_embedder(&self, spec: &str) -> Result<Arc<dyn Embedder>> {
-        match further_model(&self.store.manifest()?, spec) {
-            Some(record) => self.more_models.get(record),
-            None => Ok(crate::load_model(spec, self.more_models.cache)?),
+    pub fn pair_embedder(&self, manifest: &Manifest, spec: &str) -> Result<Arc<dyn Embedder>> {
+        match further_model(manifest, spec) {
+            Some(record) => self.get(record),
+            None => Ok(crate::models::load_model(spec, self.cache)?),
         }
     }
 
-    /// The query's normalised embedding by each of `models`.
-    pub(crate) fn query_vectors(
+    /// The query's normalised embedding by each of `models`: the store's own model (`own`,
+    /// checked against `manifest`) or a further one.
+    pub fn query_vectors(
         &self,
+        own: Option<&Arc<dyn Embedder>>,
         manifest: &Manifest,
         models: &[DenseModel],
         query: &str,
     ) -> Result<Vec<Vec<f32>>> {
         models
             .iter()
-            .map(|m| match &m.0 {
-                None => self.query_vector(manifest, query),
-                Some(record) => {
-                    let (mut vectors, _) =
-                        self.more_models.get(record)?.embed(&[query], InputKind::Query)?;
-                    let mut q = vectors.pop().unwrap_or_default();
-                    ckeep_embed::normalize(&mut q);
-                    Ok(q)
-                }
+            .map(|m| {
+                let embedder = match &m.0 {
+                    None => own_model(own, manifest)?,
+                    Some(record) => self.get(record)?,
+                };
+                let (mut vectors, _) = embedder.embed(&[query], InputKind::Query)?;
+                let mut q = vectors.pop().unwrap_or_default();
+                ckeep_embed::normalize(&mut q);
+                Ok(q)
             })
             .collect()
     }
 }
 
-impl<S: StoreWrite> Engine<S> {
+/// The store's own model for a query: `own`, checked against the one `manifest` records.
+fn own_model(own: Option<&Arc<dyn Embedder>>, manifest: &Manifest) -> Result<Arc<dyn Embedder>> {
+    let Some(model) = manifest.model.as_deref() else {
+        return Err(Error::ModelRequired(
+            "the store has no vectors: it was built without a model; embed its chunks with `ckeep add --model NAME` (no inputs)".into(),
+        ));
+    };
+    let embedder = own.ok_or_else(|| {
+        Error::ModelRequired(format!("dense search needs the store's model; pass --model {model}"))
+    })?;
+    crate::vectors::check_model(manifest, embedder.as_ref())?;
+    Ok(Arc::clone(embedder))
+}
+
+impl<S: StoreWrite> Writer<'_, S> {
     /// Adds `embedder` as a further model of a store that has a model of its own: every
     /// stored chunk's text (plain and contextual representations) is embedded with it through
     /// the embedding cache, a batch of documents per transaction, and then the manifest lists
@@ -224,7 +240,7 @@ impl<S: StoreWrite> Engine<S> {
         let info = embedder.info().clone();
         let stage = format!("embedding stored chunks with {}", info.name);
         let mut report = StageReport { stage, ..StageReport::default() };
-        let manifest = self.store.manifest()?;
+        let manifest = self.engine.store.manifest()?;
         if manifest.model_fingerprint.is_none() {
             return Err(Error::ModelRequired(
                 "the store has no model of its own yet: add it first (`ckeep add --model NAME`, no inputs), then further ones".into(),
@@ -260,7 +276,7 @@ impl<S: StoreWrite> Engine<S> {
         for name in &names {
             self.embed_lacking_vectors(name, embedder.as_ref(), &mut report, progress)?;
         }
-        let mut manifest = self.store.manifest()?;
+        let mut manifest = self.engine.store.manifest()?;
         manifest.extra_models.push(ModelRecord {
             name: info.name.clone(),
             fingerprint: info.fingerprint.clone(),
@@ -271,13 +287,13 @@ impl<S: StoreWrite> Engine<S> {
                 manifest.representations.push(name.clone());
             }
         }
-        self.store.set_manifest(&manifest)?;
+        self.engine.store.set_manifest(&manifest)?;
         // Documents another writer added meanwhile.
         for name in &names {
             self.embed_lacking_vectors(name, embedder.as_ref(), &mut report, progress)?;
         }
-        self.more_models.insert(embedder);
-        if !self.background_index {
+        self.engine.more_models.insert(embedder);
+        if !self.engine.background_index {
             self.refresh_vector_index()?;
         }
         report.seconds = started.elapsed().as_secs_f64();
@@ -294,7 +310,7 @@ impl<S: StoreWrite> Engine<S> {
         report: &mut StageReport,
         progress: DeriveProgress<'_>,
     ) -> Result<()> {
-        let lacking = self.store.documents_lacking(Lacking::Vectors(name))?;
+        let lacking = self.engine.store.documents_lacking(Lacking::Vectors(name))?;
         if lacking.is_empty() {
             return Ok(());
         }
@@ -327,7 +343,7 @@ impl<S: StoreWrite> Engine<S> {
                 })
                 .collect();
             report.vectors += writes.iter().map(|w| w.vectors.len() as u64).sum::<u64>();
-            self.store.write_derived(writes)?;
+            self.engine.store.write_derived(writes)?;
             report.documents += ids.len() as u64;
             progress(&report.stage, report.documents, total);
         }
@@ -349,6 +365,7 @@ impl<S: StoreWrite> Engine<S> {
                 Representation::Contextual(parts) => {
                     let summary = match summarizer {
                         Some(s) if parts.summary => self
+                            .engine
                             .store
                             .summaries(&doc.document.id)?
                             .into_iter()
@@ -386,7 +403,7 @@ impl<S: StoreWrite> Engine<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::PLAIN_REPR;
+    use crate::represent::PLAIN_REPR;
 
     #[test]
     fn names_split_and_match() {

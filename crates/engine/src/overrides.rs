@@ -7,10 +7,11 @@ use ckeep_index::Aggregation;
 use serde::{Deserialize, Serialize};
 
 use crate::diversify::Diversify;
+use crate::error::Error;
 use crate::expand::Expansion;
 use crate::represent::{Representation, parse_list};
+use crate::strategy::{Level, Mode, Strategy};
 use crate::summarize::Summarizer;
-use crate::{Error, Level, Mode, Strategy};
 
 /// Parts of a strategy given one by one (command-line flags, keyword arguments), each
 /// replacing the spec's part when present.
@@ -46,7 +47,7 @@ impl StrategyOverrides {
         if mode == Some(Mode::Dense) {
             // BM25's parameters (from a spec or the store's default) do not follow a switch to a
             // mode without BM25, which would refuse them.
-            strategy.lexical = crate::LexicalParams::default();
+            strategy.lexical = crate::lexical::LexicalParams::default();
         }
         strategy.mode = mode.unwrap_or(strategy.mode);
         strategy.level = level.unwrap_or(strategy.level);
@@ -105,7 +106,7 @@ pub struct StrategyFields {
 
 impl StrategyFields {
     /// The strategy these fields make: the spec (or `default`, the store's
-    /// [`crate::Engine::default_strategy`]) with the parts in place of its own. A value that
+    /// [`crate::Searcher::default_strategy`]) with the parts in place of its own. A value that
     /// does not parse is a user error naming its field.
     pub fn resolve(&self, default: Strategy) -> Result<Strategy, Error> {
         let mut strategy: Strategy = match &self.strategy {

@@ -13,8 +13,8 @@ use std::collections::HashSet;
 use ckeep_index::Analyzer;
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use crate::similar::PairScore;
-use crate::{Error, Result};
 
 /// The features of the first model and of the texts, in order.
 pub const FEATURES: [&str; 11] = [
@@ -141,7 +141,11 @@ pub struct PairModel {
 impl PairModel {
     /// Fits the model on `x` with `labels` (the embedding model, chunker and top-k are
     /// recorded so the model is applied only to features made the same way).
-    pub fn fit(x: &[Features], labels: &[bool], scorer: &crate::PairScorer) -> Result<Self> {
+    pub fn fit(
+        x: &[Features],
+        labels: &[bool],
+        scorer: &crate::similar::PairScorer,
+    ) -> Result<Self> {
         let names = scorer.model_names();
         let features = feature_names(&names[1..]);
         let d = features.len();
@@ -238,7 +242,7 @@ impl PairModel {
     }
 
     /// Checks that `scorer` makes features the way this model was fitted on.
-    pub fn check(&self, scorer: &crate::PairScorer) -> Result<()> {
+    pub fn check(&self, scorer: &crate::similar::PairScorer) -> Result<()> {
         if scorer.model_names() != self.models() || scorer.chunker().to_string() != self.chunker {
             let flags: Vec<String> = self.models().iter().map(|m| format!("--model {m}")).collect();
             return Err(Error::Invalid(format!(

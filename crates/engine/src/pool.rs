@@ -4,7 +4,7 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::Engine;
+use crate::engine::Engine;
 
 /// Reader engines not in use. Cloning gives another handle to the same pool.
 #[derive(Debug)]

@@ -8,9 +8,12 @@
 use ckeep_store::StoreWrite;
 use ckeep_text::ChunkerSpec;
 
-use crate::{Engine, Error, IngestReport, Result};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::ingest::IngestReport;
+use crate::writer::Writer;
 
-impl<S: StoreWrite> Engine<S> {
+impl<S: StoreWrite> Writer<'_, S> {
     /// Adds every document of this store to `target`, an empty store, chunked with `chunker`;
     /// `target` takes this engine's model and caches. The default strategy is not copied: it
     /// was chosen for the old chunker, and the caller records the one chosen for the new.
@@ -18,7 +21,7 @@ impl<S: StoreWrite> Engine<S> {
         &self,
         target: &mut Engine<T>,
         chunker: &ChunkerSpec,
-        progress: crate::DeriveProgress<'_>,
+        progress: crate::stage::DeriveProgress<'_>,
     ) -> Result<IngestReport> {
         if !target.store.document_ids()?.is_empty() {
             return Err(Error::Invalid(format!(
@@ -33,17 +36,17 @@ impl<S: StoreWrite> Engine<S> {
             chunker: None,
             default_strategy: None,
             default_strategy_from: None,
-            ..self.store.manifest()?
+            ..self.engine.store.manifest()?
         };
         target.store.set_manifest(&manifest)?;
-        target.embedder.clone_from(&self.embedder);
-        target.generation_cache.clone_from(&self.generation_cache);
-        target.bm25 = self.bm25;
-        let ids = self.store.document_ids()?;
+        target.embedder.clone_from(&self.engine.embedder);
+        target.generation_cache.clone_from(&self.engine.generation_cache);
+        target.bm25 = self.engine.bm25;
+        let ids = self.engine.store.document_ids()?;
         let total = ids.len() as u64;
-        let mut ingest = target.ingest(chunker)?;
+        let mut ingest = target.writer().ingest(chunker)?;
         for (done, id) in ids.iter().enumerate() {
-            if let Some(stored) = self.store.document(id)? {
+            if let Some(stored) = self.engine.store.document(id)? {
                 ingest.add(stored.document)?;
             }
             progress("re-chunking", done as u64 + 1, total);

@@ -5,7 +5,10 @@
 use ckeep_store::{Manifest, StoreRead, StoreStats};
 use serde::Serialize;
 
-use crate::{Engine, IngestReport};
+use crate::default_strategy::DefaultStrategy;
+use crate::error::Result;
+use crate::ingest::IngestReport;
+use crate::search::Searcher;
 
 /// A store at a glance: where it is, what it was built with, and its counts and sizes.
 #[derive(Debug, Clone, Serialize)]
@@ -15,21 +18,20 @@ pub struct StoreSummary {
     /// What the store was built with (chunker, analyzer, model, representations, …).
     pub manifest: Manifest,
     /// The strategy searches use when the caller names none, and where it came from.
-    pub default_strategy: crate::DefaultStrategy,
+    pub default_strategy: DefaultStrategy,
     /// Documents, chunks, lexical fields, vectors and bytes.
     pub stats: StoreStats,
 }
 
-impl<S: StoreRead> Engine<S> {
+impl<S: StoreRead> Searcher<'_, S> {
     /// The store at a glance.
-    pub fn summary(&self) -> crate::Result<StoreSummary> {
-        let store = self.store();
-        let manifest = store.manifest()?;
+    pub fn summary(&self) -> Result<StoreSummary> {
+        let manifest = self.manifest().clone();
         Ok(StoreSummary {
-            store: store.location(),
-            default_strategy: crate::DefaultStrategy::of(&manifest),
+            store: self.store().location(),
+            default_strategy: DefaultStrategy::of(&manifest),
             manifest,
-            stats: store.stats()?,
+            stats: self.store().stats()?,
         })
     }
 }

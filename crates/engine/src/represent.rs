@@ -18,8 +18,12 @@ use std::collections::HashMap;
 use ckeep_core::DocKey;
 use ckeep_store::{Manifest, VectorMatrix};
 
+use crate::error::{Error, Result};
+use crate::lexical::PLAIN_FIELD;
 use crate::manifest::{ManifestExt, summary_repr};
-use crate::{Error, PLAIN_FIELD, PLAIN_REPR, Result};
+
+/// The representation that holds chunks' own embeddings.
+pub const PLAIN_REPR: &str = "plain";
 
 /// What a chunk's context text is made of, in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -6,7 +6,7 @@ use ckeep_index::TermExplanation;
 use ckeep_store::MetadataFilter;
 use serde::Serialize;
 
-use crate::Strategy;
+use crate::strategy::Strategy;
 
 /// A query and how to run it.
 #[derive(Debug, Clone)]
@@ -41,11 +41,11 @@ pub struct SearchResponse {
     /// With `explain`: the store's default strategy, which the caller's parts were laid over,
     /// and where it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub default_strategy: Option<crate::DefaultStrategy>,
+    pub default_strategy: Option<crate::default_strategy::DefaultStrategy>,
     /// With `explain` and a filter: what the filter let through and how the dense search used
     /// it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub filter: Option<crate::FilterPlan>,
+    pub filter: Option<crate::filtered::FilterPlan>,
     /// Where the time went; not part of the JSON (a server sends it as `Server-Timing`).
     #[serde(skip)]
     pub timing: SearchTiming,
@@ -122,7 +122,7 @@ pub struct Explanation {
     /// Where maximal marginal relevance put the result, and the redundancy it was charged
     /// (`diversify=mmr`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub diversity: Option<crate::Redundancy>,
+    pub diversity: Option<crate::diversify::Redundancy>,
     /// Per chunk, each matching term's part of its BM25 score.
     pub chunks: Vec<ChunkExplanation>,
 }

@@ -11,8 +11,8 @@ use std::time::Duration;
 use ckeep_models::openai::OpenAiClient;
 use serde_json::Value;
 
+use crate::error::{Error, Result};
 use crate::request::{SearchRequest, SearchResponse};
-use crate::{Error, Result};
 
 /// How long a reranker may take for one query's candidates.
 const TIMEOUT: Duration = Duration::from_mins(2);

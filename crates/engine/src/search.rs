@@ -9,15 +9,18 @@ use std::sync::Arc;
 use ckeep_index::{Bm25, DocHit, FusedParts, TitleField, top_k};
 use ckeep_store::StoreRead;
 
+use crate::engine::Engine;
+use crate::error::{Error, Result};
 use crate::expand::Context;
 use crate::filtered::{AllowedDocs, DenseFilter, FilterPlan};
+use crate::lexical::PLAIN_FIELD;
 use crate::represent::Resolved;
 pub use crate::request::{
     ChunkExplanation, Explanation, ListExplanation, ResultChunk, SearchRequest, SearchResponse,
     SearchResult, SearchTiming,
 };
+use crate::strategy::{Level, Mode, Strategy};
 use crate::vectors::VectorParams;
-use crate::{Engine, Error, Level, Mode, PLAIN_FIELD, Result, Strategy};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 16 * 1024;
@@ -94,24 +97,25 @@ pub struct Searcher<'e, S: StoreRead> {
     _snapshot: ReadSnapshot<'e, S>,
 }
 
-impl<S: StoreRead> Engine<S> {
-    /// A view of the store for searching (see [`Searcher`]).
-    pub fn searcher(&self) -> Result<Searcher<'_, S>> {
-        let snapshot = ReadSnapshot::begin(&self.store)?;
-        let manifest = self.store.manifest()?;
-        Ok(Searcher { engine: self, manifest, _snapshot: snapshot })
+impl<'e, S: StoreRead> Searcher<'e, S> {
+    /// The snapshot `snapshot` of `engine`'s store, whose manifest reads `manifest`.
+    pub(crate) fn new(
+        engine: &'e Engine<S>,
+        manifest: Manifest,
+        snapshot: ReadSnapshot<'e, S>,
+    ) -> Self {
+        Self { engine, manifest, _snapshot: snapshot }
     }
 
-    /// Runs a search: ranked in one [`Searcher`], then reranked (if the strategy says so) once
-    /// its snapshot is let go.
-    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
-        staged(req, |first| self.searcher()?.search_ranked(first))
+    /// The store, read in this snapshot.
+    pub fn store(&self) -> &'e S {
+        &self.engine.store
     }
 }
 
 /// A search in its two stages: `ranked` answers the first stage's request, then the rerank
 /// stage (if the strategy has one) reorders it; timed as a whole.
-fn staged(
+pub(crate) fn staged(
     req: &SearchRequest,
     ranked: impl FnOnce(&SearchRequest) -> Result<SearchResponse>,
 ) -> Result<SearchResponse> {
@@ -140,7 +144,7 @@ impl<S: StoreRead> Searcher<'_, S> {
         if strategy.repr.is_empty() {
             strategy.repr = match &self.manifest.default_repr {
                 Some(spec) => crate::represent::parse_list(spec).map_err(Error::Invalid)?,
-                None => vec![crate::Representation::Plain],
+                None => vec![crate::represent::Representation::Plain],
             };
         }
         if req.query.trim().is_empty() {
@@ -157,18 +161,11 @@ impl<S: StoreRead> Searcher<'_, S> {
     }
 
     /// The search without its rerank stage.
-    fn search_ranked(&self, req: &SearchRequest) -> Result<SearchResponse> {
+    pub(crate) fn search_ranked(&self, req: &SearchRequest) -> Result<SearchResponse> {
         let engine = self.engine;
         let strategy = self.checked_strategy(req)?;
         let manifest = &self.manifest;
-        let allowed: Option<Arc<AllowedDocs>> = match &req.filter {
-            Some(f) => Some(engine.filters.get_or(
-                serde_json::to_string(f).unwrap_or_default(),
-                engine.store.generation()?,
-                || Ok::<_, Error>(AllowedDocs::new(engine.store.doc_keys_where(f)?)),
-            )?),
-            None => None,
-        };
+        let allowed = req.filter.as_ref().map(|f| self.allowed_docs(f)).transpose()?;
         let summarizer = strategy.summarizer.as_ref().map(ToString::to_string);
         let reprs = strategy
             .repr
@@ -180,7 +177,7 @@ impl<S: StoreRead> Searcher<'_, S> {
         let q = strategy
             .mode
             .needs_model()
-            .then(|| engine.query_vectors(manifest, &models, &req.query))
+            .then(|| self.query_vectors(&models, &req.query))
             .transpose()?;
         let embed = embedding.elapsed();
         let dense = Dense { models: &models, queries: q.as_deref().unwrap_or_default() };
@@ -219,9 +216,10 @@ impl<S: StoreRead> Searcher<'_, S> {
                 fuse_documents(lists, kept)
             }
         };
+        let store = &engine.store;
         let (groups, diversity) =
-            self.engine.diversified(groups, strategy.diversify, strategy.k, analyzer)?;
-        let contexts = self.engine.expand(self.contexts_of(groups)?, strategy.expand)?;
+            crate::diversify::diversified(store, groups, strategy.diversify, strategy.k, analyzer)?;
+        let contexts = crate::expand::expand(store, self.contexts_of(groups)?, strategy.expand)?;
         // Every text and document id in one look-up each.
         let wanted: Vec<(DocKey, Span)> =
             contexts.iter().flat_map(|c| c.spans.iter().map(|s| (c.doc, *s))).collect();
@@ -257,10 +255,33 @@ impl<S: StoreRead> Searcher<'_, S> {
             query: req.query.clone(),
             strategy: as_asked(strategy, req),
             results,
-            default_strategy: req.explain.then(|| crate::DefaultStrategy::of(&self.manifest)),
+            default_strategy: req
+                .explain
+                .then(|| crate::default_strategy::DefaultStrategy::of(&self.manifest)),
             filter: filter_plan.filter(|_| req.explain),
             timing: SearchTiming { embed, total: std::time::Duration::ZERO },
         })
+    }
+
+    /// The documents `filter` lets through, as of this snapshot (cached by the engine until
+    /// the store's next write).
+    fn allowed_docs(&self, filter: &ckeep_store::MetadataFilter) -> Result<Arc<AllowedDocs>> {
+        let store = &self.engine.store;
+        self.engine.filters.get_or(
+            serde_json::to_string(filter).unwrap_or_default(),
+            store.generation()?,
+            || Ok::<_, Error>(AllowedDocs::new(store.doc_keys_where(filter)?)),
+        )
+    }
+
+    /// The query's normalised embedding by each of `models`.
+    fn query_vectors(
+        &self,
+        models: &[crate::more_models::DenseModel],
+        query: &str,
+    ) -> Result<Vec<Vec<f32>>> {
+        let own = self.engine.embedder.as_ref();
+        self.engine.more_models.query_vectors(own, &self.manifest, models, query)
     }
 
     /// Ranked groups as contexts: each result's chunks with their spans, in one look-up (one
@@ -336,8 +357,13 @@ impl<S: StoreRead> Searcher<'_, S> {
                 Some(model) => model.resolve(repr, &self.manifest)?,
                 None => repr.clone(),
             };
-            let (hits, dense_filter) =
-                self.engine.dense_hits(dense.query(0), &repr, candidates, params, allowed)?;
+            let (hits, dense_filter) = self.engine.vectors().dense_hits(
+                dense.query(0),
+                &repr,
+                candidates,
+                params,
+                allowed,
+            )?;
             return Ok(Scored { hits, dense_only: true, dense_filter, ..Scored::default() });
         }
         let (terms, _) = analyzer.term_counts(query);
@@ -369,8 +395,13 @@ impl<S: StoreRead> Searcher<'_, S> {
             let mut lists = Vec::with_capacity(dense.models.len());
             for (i, model) in dense.models.iter().enumerate() {
                 let repr = model.resolve(repr, &self.manifest)?;
-                let (list, plan) =
-                    self.engine.dense_hits(dense.query(i), &repr, candidates, params, allowed)?;
+                let (list, plan) = self.engine.vectors().dense_hits(
+                    dense.query(i),
+                    &repr,
+                    candidates,
+                    params,
+                    allowed,
+                )?;
                 lists.push(list);
                 // The first model's plan stands for all: the same filter, the same rows.
                 dense_filter = dense_filter.or(plan);
@@ -402,7 +433,7 @@ impl<S: StoreRead> Searcher<'_, S> {
         strategy: &Strategy,
         models: &[crate::more_models::DenseModel],
         chunks: &[(ChunkHit, Span)],
-        diversity: &HashMap<ChunkId, crate::Redundancy>,
+        diversity: &HashMap<ChunkId, crate::diversify::Redundancy>,
     ) -> Explanation {
         let own = self.engine.embedder.as_ref().map(|e| e.info().name.clone()).unwrap_or_default();
         let list_names: Vec<String> = std::iter::once("bm25".to_string())
@@ -461,9 +492,9 @@ impl<S: StoreRead> Searcher<'_, S> {
                 .then(|| list_names[1..].join("+"))
                 .filter(|m| !m.is_empty()),
             aggregation: (strategy.level == Level::Doc).then(|| strategy.agg.to_string()),
-            expansion: (strategy.expand != crate::Expansion::None)
+            expansion: (strategy.expand != crate::expand::Expansion::None)
                 .then(|| strategy.expand.to_string()),
-            representation: (strategy.repr != [crate::Representation::Plain])
+            representation: (strategy.repr != [crate::represent::Representation::Plain])
                 .then(|| strategy.repr_spec()),
             diversity: chunks.iter().find_map(|(h, _)| diversity.get(&h.chunk)).copied(),
             chunks: chunks.iter().map(chunk).collect(),

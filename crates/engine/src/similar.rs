@@ -21,7 +21,7 @@ use ckeep_index::dot_rows;
 use ckeep_text::ChunkerSpec;
 use serde::Serialize;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Window pairs averaged by default (the chunk-pair experiment's k).
 pub const DEFAULT_TOP_K: usize = 3;

@@ -11,8 +11,8 @@ use std::str::FromStr;
 use ckeep_index::{Aggregation, Fusion};
 use ckeep_text::ChunkerSpec;
 
-use crate::Error;
 use crate::diversify::Diversify;
+use crate::error::Error;
 use crate::expand::Expansion;
 use crate::lexical::LexicalParams;
 use crate::represent::{Representation, parse_list};

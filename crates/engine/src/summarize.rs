@@ -14,7 +14,7 @@ use ckeep_core::Document;
 use ckeep_embed::{Embedder, InputKind};
 use ckeep_llm::{Generator, Prompt};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Words of a summary asked of a language model.
 pub const LLM_SUMMARY_WORDS: usize = 80;

@@ -2,8 +2,8 @@
 //! replaced (by content hash, as `add` does) and, when asked, documents whose file is gone are
 //! removed.
 //!
-//! A sync is planned first ([`Engine::plan_sync`]: nothing is written, so `--dry-run` is the
-//! plan) and then applied ([`Engine::apply_sync`]). Every write is an ingest batch (the last
+//! A sync is planned first ([`Writer::plan_sync`]: nothing is written, so `--dry-run` is the
+//! plan) and then applied ([`Writer::apply_sync`]). Every write is an ingest batch (the last
 //! one also removes what is gone), each a single transaction, so a sync killed midway leaves
 //! every document old or new, never half, and running it again finishes the job: what was
 //! written is unchanged now.
@@ -16,9 +16,12 @@ use ckeep_text::load::{Checked, Loaded, Source, source_file};
 use ckeep_text::{ChunkerSpec, Loader};
 use serde::Serialize;
 
-use crate::{DeriveProgress, Engine, IngestReport, Result};
+use crate::error::Result;
+use crate::ingest::IngestReport;
+use crate::stage::DeriveProgress;
+use crate::writer::Writer;
 
-/// What a sync will do; [`Engine::apply_sync`] does it.
+/// What a sync will do; [`Writer::apply_sync`] does it.
 #[derive(Debug, Default)]
 pub struct SyncPlan {
     /// Ids of documents the store does not have yet.
@@ -49,7 +52,7 @@ pub struct SyncReport {
     pub ingest: IngestReport,
 }
 
-impl<S: StoreRead> Engine<S> {
+impl<S: StoreRead> Writer<'_, S> {
     /// Compares what `checked` loaded from `roots` with the store. A stored document is gone
     /// when its source file lies under a root and no loaded source gave its id, unless its
     /// file failed to load (it is still there). Sources the loader did not keep in memory are
@@ -73,7 +76,7 @@ impl<S: StoreRead> Engine<S> {
             let mut writes = false;
             for doc in &loaded.documents {
                 seen.insert(doc.id.clone());
-                let list = match self.store.document_hash(&doc.id)? {
+                let list = match self.engine.store.document_hash(&doc.id)? {
                     Some(hash) if hash == doc.content_hash().to_hex() => {
                         plan.unchanged += 1;
                         continue;
@@ -97,7 +100,7 @@ impl<S: StoreRead> Engine<S> {
             })
             .collect();
         let roots: Vec<PathBuf> = roots.iter().map(|r| normal(r)).collect();
-        for (id, source) in self.store.document_sources()? {
+        for (id, source) in self.engine.store.document_sources()? {
             let Some(file) = source_file(&source).map(normal) else { continue };
             let under = roots.iter().any(|r| within(&file, r));
             if under && !seen.contains(&id) && !failed.contains(&file) {
@@ -108,7 +111,7 @@ impl<S: StoreRead> Engine<S> {
     }
 }
 
-impl<S: StoreWrite> Engine<S> {
+impl<S: StoreWrite> Writer<'_, S> {
     /// Writes `plan`: its new and changed documents in ingest batches with `chunker`, the last
     /// of which also removes its gone documents, so a plan that fits one batch (a watched
     /// folder's edits) is one transaction.
@@ -120,7 +123,7 @@ impl<S: StoreWrite> Engine<S> {
         progress: DeriveProgress<'_>,
     ) -> Result<SyncReport> {
         let SyncPlan { added, replaced, unchanged, gone: removed, sources } = plan;
-        let mut ingest = self.ingest(chunker)?;
+        let mut ingest = self.engine.writer().ingest(chunker)?;
         for (source, kept) in sources {
             let loaded = match kept {
                 Some(l) => l,

@@ -1,7 +1,7 @@
 //! Watch: a store kept in line with folders while it runs. File-system notifications (the
 //! `notify` crate: inotify, `FSEvents`, `ReadDirectoryChangesW`) are gathered into batches —
 //! an editor's save is several events, a `git checkout` hundreds — and each batch is synced
-//! like `ckeep sync` limited to the paths that changed ([`Engine::sync_changes`]), so a batch
+//! like `ckeep sync` limited to the paths that changed ([`Writer::sync_changes`]), so a batch
 //! that fits one ingest batch is one transaction and readers see it whole.
 //!
 //! Paths are reported as the roots were given (`docs/a.md` under the root `docs`), the form
@@ -20,8 +20,10 @@ use ckeep_text::{ChunkerSpec, Loader};
 use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
+use crate::error::{Error, Result};
+use crate::sync::SyncReport;
 use crate::sync::{normal, within};
-use crate::{Engine, Error, Result, SyncReport};
+use crate::writer::Writer;
 
 /// Loaded text kept in memory between the check and the write of one batch; a larger batch
 /// (a whole folder after lost events) reads the rest again when it writes.
@@ -239,7 +241,7 @@ pub struct ChangesReport {
     pub missing_roots: Vec<PathBuf>,
 }
 
-impl<S: StoreWrite> Engine<S> {
+impl<S: StoreWrite> Writer<'_, S> {
     /// Brings the store in line with `changes` under `roots`: the files under a changed path
     /// are loaded, new and edited ones written, and with `prune` the documents of files gone
     /// from a changed path removed, as one transaction when the batch fits one ingest batch.

@@ -28,7 +28,7 @@ fn wiki_sentences(dir: &Path) -> (Engine<SqliteStore>, Vec<String>, Arc<dyn Embe
     ));
     let mut engine =
         Engine::new(SqliteStore::open_or_create(dir).unwrap()).with_embedder(model.clone());
-    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     let mut queries = Vec::new();
     for (id, v) in &map {
         let text = v["extract"].as_str().unwrap_or("");
@@ -83,9 +83,9 @@ fn quantised_vectors_keep_the_exact_ranking_in_a_fraction_of_the_memory() {
     for (kind, floor, memory_ratio) in
         [(Quantization::Int8, 0.99, 3.0), (Quantization::Binary, 0.97, 5.0)]
     {
-        engine.set_quantization(None, kind).unwrap();
+        engine.writer().set_quantization(None, kind).unwrap();
         let recall = recall(&engine, &queries, "exact=false");
-        let memory = engine.vector_memory();
+        let memory = engine.vectors().memory();
         let (_, bytes) = memory.iter().find(|(k, _)| k.ends_with(&format!("@{kind}"))).unwrap();
         eprintln!(
             "{kind}: recall@10 {recall:.4}, {bytes} bytes for {n} vectors ({float_bytes} as float32)"
@@ -94,14 +94,14 @@ fn quantised_vectors_keep_the_exact_ranking_in_a_fraction_of_the_memory() {
         assert!(*bytes as f64 * memory_ratio <= float_bytes as f64, "{kind}: {bytes} bytes");
     }
     // Without rescoring, int8 codes alone still rank nearly as the floats do.
-    engine.set_quantization(None, Quantization::Int8).unwrap();
+    engine.writer().set_quantization(None, Quantization::Int8).unwrap();
     let codes_only = recall(&engine, &queries, "rescore=false");
     assert!(codes_only >= 0.9, "int8 codes alone: recall@10 = {codes_only}");
 }
 
 /// The graph an int8 representation's codes walk, and its bytes, if `engine` has read one.
 fn codes_graph_bytes(engine: &Engine<SqliteStore>) -> Option<usize> {
-    engine.vector_memory().into_iter().find(|(k, _)| k == "plain@int8:hnsw").map(|(_, b)| b)
+    engine.vectors().memory().into_iter().find(|(k, _)| k == "plain@int8:hnsw").map(|(_, b)| b)
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn int8_codes_walk_the_stored_graph_and_add_rebuilds_it() {
     let dir = tempfile::tempdir().unwrap();
     let (mut engine, queries, model) = wiki_sentences(dir.path());
     let n = engine.store().vectors("plain").unwrap().len();
-    engine.set_quantization(None, Quantization::Int8).unwrap();
+    engine.writer().set_quantization(None, Quantization::Int8).unwrap();
     let through_graph = recall(&engine, &queries, "exact=false");
     let graph = codes_graph_bytes(&engine).expect("the codes walk the graph built at ingest");
     eprintln!(
@@ -128,8 +128,11 @@ fn int8_codes_walk_the_stored_graph_and_add_rebuilds_it() {
     let scanned = recall(&scanning, &queries, "exact=false");
     assert_eq!(codes_graph_bytes(&scanning), None, "a stale graph is not walked");
     assert!(scanned >= 0.99, "int8 scan: recall@10 = {scanned}");
-    assert!(scanning.refresh_vector_index().unwrap(), "the int8 representation's graph is rebuilt");
-    assert!(!scanning.refresh_vector_index().unwrap(), "and current once saved");
+    assert!(
+        scanning.writer().refresh_vector_index().unwrap(),
+        "the int8 representation's graph is rebuilt"
+    );
+    assert!(!scanning.writer().refresh_vector_index().unwrap(), "and current once saved");
     let rebuilt = reopen();
     let again = recall(&rebuilt, &queries, "exact=false");
     assert!(codes_graph_bytes(&rebuilt).is_some(), "the rebuilt graph is walked");
@@ -162,9 +165,9 @@ fn hnsw_finds_what_exact_search_finds() {
         .with_embedder(Arc::clone(&model))
         .with_background_index();
     let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
-    assert!(reader.build_vector_index().unwrap().is_empty(), "it holds the saved graph");
+    assert!(reader.vectors().build().unwrap().is_empty(), "it holds the saved graph");
     let probe = "Quokkas are small wallabies that smile for photographs on Rottnest Island.";
-    let mut ingest = writer.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = writer.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     ingest.add(Document::new("quokka", "Quokka", probe)).unwrap();
     let report = ingest.finish().unwrap();
     assert!(!report.vector_index_built, "the writer leaves the graph to the background");
@@ -177,11 +180,11 @@ fn hnsw_finds_what_exact_search_finds() {
     let q = &queries[0];
     assert_eq!(search(&reader, q, false), search(&reader, q, true), "the new row is scanned");
     let whole = writer.store().aux("hnsw:plain").unwrap();
-    assert!(reader.build_vector_index().unwrap().is_empty(), "one row is too few to freeze");
-    let last = reader.compact_vector_index().unwrap();
+    assert!(reader.vectors().build().unwrap().is_empty(), "one row is too few to freeze");
+    let last = reader.vectors().compact().unwrap();
     assert_eq!(last.len(), 1, "stopping freezes it into a segment");
-    writer.save_vector_index(last).unwrap();
-    assert!(reader.build_vector_index().unwrap().is_empty(), "and current once saved");
+    writer.writer().save_vector_index(last).unwrap();
+    assert!(reader.vectors().build().unwrap().is_empty(), "and current once saved");
     assert_eq!(writer.store().aux("hnsw:plain").unwrap(), whole, "the whole graph is kept");
     assert_eq!(top(&reader), "quokka", "the segment has it");
     let next = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(model);
@@ -201,7 +204,7 @@ fn adding_to_a_store_keeps_its_stored_graph_and_saves_only_the_change() {
     let gone = &ids[100..130];
     let copies = copies_of(&engine, gone);
     let probe = "Quokkas are small wallabies that smile for photographs on Rottnest Island.";
-    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     ingest.remove(gone.iter().cloned());
     for d in copies {
         ingest.add(d).unwrap();
@@ -213,7 +216,7 @@ fn adding_to_a_store_keeps_its_stored_graph_and_saves_only_the_change() {
     // A new process finds the saved state current, and searches the changed rows: the
     // stored graph without the removed ones, and the new ones (too few to freeze) scanned.
     let next = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(model);
-    assert!(next.build_vector_index().unwrap().is_empty(), "nothing more to save");
+    assert!(next.vectors().build().unwrap().is_empty(), "nothing more to save");
     let after = recall(&next, &queries, "exact=false");
     eprintln!("recall@10 {after:.4} on the stored graph with the changed rows");
     assert!(after >= 0.95, "recall@10 = {after}");
@@ -234,7 +237,7 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
         .with_embedder(Arc::clone(&model))
         .with_background_index();
     let reader = writer.reader(SqliteStore::open(dir.path()).unwrap());
-    assert!(reader.build_vector_index().unwrap().is_empty(), "the ingest persisted the graph");
+    assert!(reader.vectors().build().unwrap().is_empty(), "the ingest persisted the graph");
     let before = recall(&reader, &queries, "exact=false");
 
     // Ten rounds, each removing 140 documents and adding 140 (their texts under new ids):
@@ -246,14 +249,14 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
     let (mut removed, mut added, mut saved) = (0, 0, 0);
     let whole = writer.store().aux("hnsw:plain").unwrap().unwrap();
     let graph_bytes = || {
-        let memory = reader.vector_memory();
+        let memory = reader.vectors().memory();
         memory.iter().find(|(k, _)| k == "plain:hnsw").map_or(0, |(_, b)| *b)
     };
     for round in 0..10 {
         let gone: Vec<String> = ids[round * 140..(round + 1) * 140].to_vec();
         let docs = copies_of(&writer, &gone);
         removed += gone.iter().map(|id| writer.store().chunks_of(id).unwrap().len()).sum::<usize>();
-        let mut ingest = writer.ingest(&"sentences".parse().unwrap()).unwrap();
+        let mut ingest = writer.writer().ingest(&"sentences".parse().unwrap()).unwrap();
         ingest.remove(gone.iter().cloned());
         for d in docs {
             ingest.add(d).unwrap();
@@ -269,12 +272,12 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
             reader.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect();
         assert!(found.contains(&probe.document.id), "round {round}: {found:?}");
         assert!(found.iter().all(|d| !gone.contains(d)), "round {round}: {found:?}");
-        let persisted = reader.build_vector_index().unwrap();
+        let persisted = reader.vectors().build().unwrap();
         assert!(persisted.len() <= 1, "round {round}: one save");
         let bytes: usize = persisted.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
         assert!(bytes < whole.len() / 3, "round {round}: {bytes} bytes, not the whole graph");
         saved += persisted.len();
-        writer.save_vector_index(persisted).unwrap();
+        writer.writer().save_vector_index(persisted).unwrap();
     }
     assert!(removed + added >= 9_000, "{removed} removed, {added} added");
     assert_eq!(saved, 10, "each pass saves its change");
@@ -290,16 +293,16 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
     // Stopping, a server freezes the rows written since the last segment into one and saves
     // it: a new process finds every row in a saved graph (nothing to build) and searches them
     // as well. Before, `check` sees the saved segments behind by those rows, not damaged.
-    let behind = &writer.check_vector_indexes().unwrap()[0];
+    let behind = &writer.vectors().check().unwrap()[0];
     assert!(!behind.current && behind.problem.is_none() && behind.segments >= 1, "{behind:?}");
     assert!(behind.missing > Some(0) && behind.removed == Some(0), "{behind:?}");
-    let last = reader.compact_vector_index().unwrap();
+    let last = reader.vectors().compact().unwrap();
     assert_eq!(last.len(), 1, "the rows written since the last segment");
-    writer.save_vector_index(last).unwrap();
-    let saved = &writer.check_vector_indexes().unwrap()[0];
+    writer.writer().save_vector_index(last).unwrap();
+    let saved = &writer.vectors().check().unwrap()[0];
     assert!(saved.current && saved.missing == Some(0) && saved.problem.is_none(), "{saved:?}");
     let next = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(model);
-    assert!(next.build_vector_index().unwrap().is_empty(), "the saved graph is current");
+    assert!(next.vectors().build().unwrap().is_empty(), "the saved graph is current");
     let restarted = recall(&next, &queries, "exact=false");
     eprintln!("recall@10 {restarted:.4} in a new process, on the saved graph");
     assert!(restarted >= 0.95, "recall@10 on the saved graph: {restarted}");
@@ -307,7 +310,7 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
     let mut damaged = Engine::new(SqliteStore::open(dir.path()).unwrap());
     let blob = damaged.store().aux("hnsw:plain").unwrap().unwrap();
     damaged.store_mut().set_aux("hnsw:plain", &blob[..blob.len() - 1000]).unwrap();
-    let problem = damaged.check_vector_indexes().unwrap()[0].problem.clone();
+    let problem = damaged.vectors().check().unwrap()[0].problem.clone();
     assert_eq!(problem.as_deref(), Some("the stored graph cannot be read"));
 }
 
@@ -316,7 +319,7 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
 fn a_server_keeps_int8_codes_on_graphs_through_ten_thousand_changes() {
     let dir = tempfile::tempdir().unwrap();
     let (mut setup, queries, model) = wiki_sentences(dir.path());
-    setup.set_quantization(None, Quantization::Int8).unwrap();
+    setup.writer().set_quantization(None, Quantization::Int8).unwrap();
     let mut writer = Engine::new(SqliteStore::open(dir.path()).unwrap())
         .with_embedder(Arc::clone(&model))
         .with_background_index();
@@ -335,7 +338,7 @@ fn a_server_keeps_int8_codes_on_graphs_through_ten_thousand_changes() {
         let gone: Vec<String> = ids[round * 140..(round + 1) * 140].to_vec();
         let docs = copies_of(&writer, &gone);
         changes += gone.iter().map(|id| writer.store().chunks_of(id).unwrap().len()).sum::<usize>();
-        let mut ingest = writer.ingest(&"sentences".parse().unwrap()).unwrap();
+        let mut ingest = writer.writer().ingest(&"sentences".parse().unwrap()).unwrap();
         ingest.remove(gone.iter().cloned());
         for d in docs {
             ingest.add(d).unwrap();
@@ -349,10 +352,10 @@ fn a_server_keeps_int8_codes_on_graphs_through_ten_thousand_changes() {
             reader.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect();
         assert!(found.contains(&probe.document.id), "round {round}: {found:?}");
         assert!(found.iter().all(|d| !gone.contains(d)), "round {round}: {found:?}");
-        let persisted = reader.build_vector_index().unwrap();
+        let persisted = reader.vectors().build().unwrap();
         let bytes: usize = persisted.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
         assert!(bytes < whole.len() / 3, "round {round}: {bytes} bytes, not the whole graph");
-        writer.save_vector_index(persisted).unwrap();
+        writer.writer().save_vector_index(persisted).unwrap();
     }
     assert_eq!(writer.store().aux("hnsw:plain").unwrap().unwrap(), whole, "the graph is kept");
     assert!(changes >= 9_000, "{changes} changes");
@@ -369,9 +372,9 @@ fn a_server_keeps_int8_codes_on_graphs_through_ten_thousand_changes() {
     assert!(after >= 0.99, "int8 recall@10 after the changes: {after}");
 
     // Stopping, the server saves the rest: a new process walks the saved graphs with its codes.
-    let last = reader.compact_vector_index().unwrap();
-    writer.save_vector_index(last).unwrap();
-    let saved = &writer.check_vector_indexes().unwrap()[0];
+    let last = reader.vectors().compact().unwrap();
+    writer.writer().save_vector_index(last).unwrap();
+    let saved = &writer.vectors().check().unwrap()[0];
     assert!(saved.current && saved.segments >= 1 && saved.problem.is_none(), "{saved:?}");
     let next = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(model);
     let restarted = recall(&next, &queries, "exact=false");

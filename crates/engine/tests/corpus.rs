@@ -26,7 +26,7 @@ fn corpus() -> Vec<Document> {
 fn engine() -> Engine<SqliteStore> {
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap())
         .with_embedder(Arc::new(ckeep_embed::HashingEmbedder::new(1024)));
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     for d in corpus() {
         ingest.add(d).unwrap();
     }
@@ -99,14 +99,14 @@ fn results_carry_exact_spans_and_filters_select_before_ranking() {
 fn re_adding_unchanged_documents_changes_nothing_and_an_edit_replaces() {
     let mut engine = engine();
     let generation = engine.store().generation().unwrap();
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     for d in corpus() {
         ingest.add(d).unwrap();
     }
     let report = ingest.finish().unwrap();
     assert_eq!((report.unchanged, report.added, report.replaced), (12, 0, 0));
     assert_eq!(engine.store().generation().unwrap(), generation);
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     ingest
         .add(Document::new("tea", "Green tea", "Steep green tea leaves in cooler water."))
         .unwrap();

@@ -42,7 +42,7 @@ fn store(docs: &[(&str, &str)], vectors: bool, chinese: bool) -> Engine<SqliteSt
     if vectors {
         engine = engine.with_embedder(Arc::new(ckeep_embed::HashingEmbedder::new(512)));
     }
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     for (id, text) in docs {
         ingest.add(Document::new(*id, "", *text)).unwrap();
     }

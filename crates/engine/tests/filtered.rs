@@ -46,7 +46,7 @@ fn brute_force(
 fn a_write_is_seen_by_the_next_filtered_search() {
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap());
     let add = |engine: &mut Engine<SqliteStore>, id: &str, lang: &str| {
-        let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+        let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
         let mut doc = Document::new(id, "", "The river floods in spring.");
         doc.metadata = json!({ "lang": lang });
         ingest.add(doc).unwrap();
@@ -70,7 +70,7 @@ fn a_write_is_seen_by_the_next_filtered_search() {
     assert_eq!(ids(&engine), ["a"]);
     add(&mut engine, "c", "en");
     assert_eq!(ids(&engine).len(), 2, "the added document passes at once");
-    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     ingest.remove(["a".to_string()]);
     ingest.finish().unwrap();
     assert_eq!(ids(&engine), ["c"], "the removed one is gone at once");
@@ -90,7 +90,7 @@ fn selective_and_broad_filters_return_the_exact_filtered_top_k() {
     let dir = tempfile::tempdir().unwrap();
     let mut engine =
         Engine::new(SqliteStore::open_or_create(dir.path()).unwrap()).with_embedder(model.clone());
-    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     let mut queries = Vec::new();
     for (i, (id, v)) in map.iter().enumerate() {
         let text = v["extract"].as_str().unwrap_or("");

@@ -52,7 +52,7 @@ fn filled(
     if chinese {
         engine = engine.with_analyzer(AnalyzerChoice::Fixed(ckeep_engine::Analyzer::Jieba));
     }
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     let contextual = Fields::TitleText.representation();
     ingest.require(&contextual.into_iter().collect::<Vec<_>>(), &[]).unwrap();
     ingest.set_default_repr(contextual).unwrap();
@@ -73,7 +73,7 @@ fn a_further_model_embeds_every_chunk_and_then_fuses() {
         [(&ENGLISH, "tower in Paris", false), (&CHINESE, "巴黎铁塔", true)]
     {
         let mut engine = store(docs, chinese);
-        let report = engine.add_model(further(), &mut |_, _, _| {}).unwrap();
+        let report = engine.writer().add_model(further(), &mut |_, _, _| {}).unwrap();
         assert_eq!(report.documents as usize, 2 * docs.len(), "plain and contextual, each doc");
         let manifest = engine.store().manifest().unwrap();
         assert_eq!(manifest.extra_models.len(), 1);
@@ -84,7 +84,7 @@ fn a_further_model_embeds_every_chunk_and_then_fuses() {
             assert_eq!((m.ids.len(), m.dim), (chunks(&engine), 96), "{name}");
         }
         // Adding it again does nothing.
-        assert_eq!(engine.add_model(further(), &mut |_, _, _| {}).unwrap().documents, 0);
+        assert_eq!(engine.writer().add_model(further(), &mut |_, _, _| {}).unwrap().documents, 0);
 
         let spec = "models=test-hash-256+test-hash-96,mode=hybrid:linear=0.3+0.3,level=doc,k=4";
         let req = SearchRequest {
@@ -139,11 +139,11 @@ fn documents_added_later_get_the_further_model_too() {
     let dir = tempfile::tempdir().unwrap();
     let mut engine =
         filled(SqliteStore::open_or_create(dir.path()).unwrap(), own(), &ENGLISH[..2], false);
-    engine.add_model(further(), &mut |_, _, _| {}).unwrap();
+    engine.writer().add_model(further(), &mut |_, _, _| {}).unwrap();
     drop(engine);
     // Another engine over the store loads the further model from where the manifest says.
     let mut engine = Engine::new(SqliteStore::open(dir.path()).unwrap()).with_embedder(own());
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     for (id, title, text) in &ENGLISH[2..] {
         ingest.add(Document::new(*id, *title, *text)).unwrap();
     }
@@ -174,7 +174,7 @@ fn what_the_store_does_not_hold_is_refused() {
         engine.search(&req("models=test-hash-256+test-hash-96,mode=hybrid,level=doc")).unwrap_err();
     assert!(e.to_string().contains("ckeep add --model test-hash-96"), "{e}");
     assert!(e.is_user_error());
-    engine.add_model(further(), &mut |_, _, _| {}).unwrap();
+    engine.writer().add_model(further(), &mut |_, _, _| {}).unwrap();
     // Derived representations come from the store's own model's vectors only.
     let e = engine
         .search(&req("models=test-hash-256+test-hash-96,mode=hybrid,level=doc,repr=window-avg:1"))
@@ -182,9 +182,9 @@ fn what_the_store_does_not_hold_is_refused() {
     assert!(e.to_string().contains("plain and contextual vectors only"), "{e}");
     // A store without a model of its own takes none further.
     let mut bare = Engine::new(SqliteStore::in_memory().unwrap());
-    let mut ingest = bare.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = bare.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     ingest.add(Document::new("a", "", "text")).unwrap();
     ingest.finish().unwrap();
-    let e = bare.add_model(further(), &mut |_, _, _| {}).unwrap_err();
+    let e = bare.writer().add_model(further(), &mut |_, _, _| {}).unwrap_err();
     assert!(e.to_string().contains("no model of its own"), "{e}");
 }

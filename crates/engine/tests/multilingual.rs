@@ -57,7 +57,7 @@ fn index(
     if let Some(m) = model {
         engine = engine.with_embedder(m);
     }
-    let mut ingest = engine.ingest(&chunker.parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&chunker.parse().unwrap()).unwrap();
     for d in docs {
         ingest.add(d.clone()).unwrap();
     }

@@ -58,7 +58,7 @@ fn queries(n: usize) -> Vec<String> {
 
 fn index(store: DynStore, model: &Arc<dyn Embedder>, docs: &[Document]) -> Engine<DynStore> {
     let mut engine = Engine::new(store).with_embedder(Arc::clone(model));
-    let mut ingest = engine.ingest(&"sentences:3".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences:3".parse().unwrap()).unwrap();
     for d in docs {
         ingest.add(d.clone()).unwrap();
     }
@@ -191,7 +191,7 @@ fn a_streaming_replica_serves_the_same_reads_and_refuses_writes() {
         Server { dir: replica_dir, url: String::from_utf8(out.stdout).unwrap().trim().to_string() };
     replica.watch(std::process::id());
     // A write after the base backup reaches the replica by streaming.
-    let mut ingest = engine.ingest(&"sentences:3".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences:3".parse().unwrap()).unwrap();
     ingest
         .add(Document::new(
             "late",
@@ -245,7 +245,7 @@ fn a_crash_during_ingest_loses_nothing_acknowledged_and_shows_nothing_half_writt
         })
     };
     let ingest_batch = |engine: &mut Engine<DynStore>, batch: &[Document]| {
-        let mut ingest = engine.ingest(&chunker)?;
+        let mut ingest = engine.writer().ingest(&chunker)?;
         for d in batch {
             ingest.add(d.clone())?;
         }

@@ -22,7 +22,7 @@ const DOCS: [(&str, &str); 6] = [
 fn engine() -> Engine<SqliteStore> {
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap())
         .with_embedder(Arc::new(ckeep_embed::HashingEmbedder::new(256)));
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     for (id, text) in DOCS {
         let mut doc = Document::new(id, "", text);
         let lang = if text.is_ascii() { "en" } else { "zh" };
@@ -49,7 +49,7 @@ fn quantised_search_ranks_and_scores_as_float32_search_does() {
     let mut engine = engine();
     let exact = search(&engine, "water of rivers", "k=6");
     for kind in [Quantization::Int8, Quantization::Binary] {
-        engine.set_quantization(None, kind).unwrap();
+        engine.writer().set_quantization(None, kind).unwrap();
         assert_eq!(engine.store().manifest().unwrap().quantize["plain"], kind.to_string());
         // Rescored: the same documents, with their exact scores.
         let got = search(&engine, "water of rivers", "k=6,oversample=6");
@@ -62,13 +62,13 @@ fn quantised_search_ranks_and_scores_as_float32_search_does() {
         // `exact=true` scans the float32 vectors.
         assert_eq!(search(&engine, "water of rivers", "k=6,exact=true"), exact, "{kind}");
     }
-    let memory = engine.vector_memory();
+    let memory = engine.vectors().memory();
     let codes: Vec<_> = memory.iter().filter(|(k, _)| k.contains('@')).collect();
     assert_eq!(codes.len(), 2, "int8 and binary codes were loaded: {memory:?}");
     assert!(memory.iter().any(|(k, _)| k == "plain"), "and float32 vectors, to scan exactly");
     let binary = memory.iter().find(|(k, _)| k.ends_with("@binary")).unwrap().1;
     assert_eq!(binary, 6 * (256 / 8 + 16), "32 bytes of bits and two ids per chunk");
-    engine.set_quantization(None, Quantization::None).unwrap();
+    engine.writer().set_quantization(None, Quantization::None).unwrap();
     assert!(engine.store().manifest().unwrap().quantize.is_empty());
     // A strategy can ask for codes the store does not keep, to try them on its vectors.
     assert_eq!(search(&engine, "water of rivers", "k=6,quantize=int8,oversample=6"), exact);
@@ -78,9 +78,9 @@ fn quantised_search_ranks_and_scores_as_float32_search_does() {
 #[test]
 fn quantised_search_sees_writes_filters_and_deletions() {
     let mut engine = engine();
-    engine.set_quantization(Some("plain"), Quantization::Int8).unwrap();
+    engine.writer().set_quantization(Some("plain"), Quantization::Int8).unwrap();
     assert_eq!(top(&engine, "the knight jumps", "k=1"), "chess");
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     ingest.add(Document::new("knight", "", "A knight in armour rode to the castle.")).unwrap();
     ingest.remove(["chess".to_string()]);
     ingest.finish().unwrap();
@@ -105,10 +105,11 @@ fn quantised_search_sees_writes_filters_and_deletions() {
 #[test]
 fn quantising_what_is_not_there_is_a_clear_error() {
     let mut engine = engine();
-    let err = engine.set_quantization(Some("contextual:title"), Quantization::Int8).unwrap_err();
+    let err =
+        engine.writer().set_quantization(Some("contextual:title"), Quantization::Int8).unwrap_err();
     assert!(err.to_string().contains("no stored representation `contextual:title`"), "{err}");
     let mut bare = Engine::new(SqliteStore::in_memory().unwrap());
-    let err = bare.set_quantization(None, Quantization::Binary).unwrap_err();
+    let err = bare.writer().set_quantization(None, Quantization::Binary).unwrap_err();
     assert!(err.to_string().contains("no vectors to quantize"), "{err}");
     assert!("mode=dense,oversample=0".parse::<Strategy>().is_err());
     assert!("mode=dense,rescore=maybe".parse::<Strategy>().is_err());
@@ -125,12 +126,12 @@ fn loaded_codes_follow_writes_by_the_change_log_as_a_full_read_would() {
         Engine::new(SqliteStore::open_or_create(dir.path()).unwrap()).with_embedder(model.clone())
     };
     let mut writer = open();
-    let mut ingest = writer.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = writer.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     for (id, text) in DOCS {
         ingest.add(Document::new(id, "", text)).unwrap();
     }
     ingest.finish().unwrap();
-    writer.set_quantization(None, Quantization::Int8).unwrap();
+    writer.writer().set_quantization(None, Quantization::Int8).unwrap();
     let reader = open();
     let queries =
         ["the knight jumps", "bake the bread", "山上的河流", "星星和太阳", "ships at sea"];
@@ -139,7 +140,7 @@ fn loaded_codes_follow_writes_by_the_change_log_as_a_full_read_would() {
     };
     let before = codes_only(&reader);
     // Replaced, added (English and Chinese) and removed documents.
-    let mut ingest = writer.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = writer.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     ingest.add(Document::new("chess", "", "A bishop moves diagonally across the board.")).unwrap();
     ingest.add(Document::new("ships", "", "Ships sail across the sea to distant ports.")).unwrap();
     ingest.add(Document::new("星星", "", "星星在夜空中闪烁，太阳也是一颗恒星。")).unwrap();
@@ -150,7 +151,7 @@ fn loaded_codes_follow_writes_by_the_change_log_as_a_full_read_would() {
     let fresh = open();
     assert_eq!(after, codes_only(&fresh), "the same codes, in the same order, as a full read");
     // The reader still holds the codes of the replaced and removed rows, as tombstones.
-    let (held, read) = (reader.vector_memory(), fresh.vector_memory());
+    let (held, read) = (reader.vectors().memory(), fresh.vectors().memory());
     assert_eq!(held.iter().map(|m| &m.0).collect::<Vec<_>>(), ["plain@int8"]);
     assert!(held[0].0 == read[0].0 && held[0].1 > read[0].1, "{held:?} {read:?}");
     assert_eq!(top(&reader, "星星和太阳", "k=1"), "星星");

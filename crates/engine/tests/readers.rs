@@ -24,7 +24,7 @@ fn ids(engine: &Engine<SqliteStore>, req: &SearchRequest) -> Vec<String> {
 }
 
 fn add(engine: &mut Engine<SqliteStore>, docs: &[(&str, &str, serde_json::Value)]) {
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     for (id, text, meta) in docs {
         let mut d = Document::new(*id, "", *text);
         d.metadata = meta.clone();
@@ -107,7 +107,7 @@ fn a_reader_that_read_the_store_empty_follows_it_by_the_change_log() {
         .with_embedder(model())
         .with_background_index();
     add(&mut writer, &[("cats", "Cats purr and chase mice.", serde_json::json!({}))]);
-    let mut ingest = writer.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = writer.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     ingest.remove(["cats".to_string()]);
     ingest.finish().unwrap();
     // Its first read: a store with a model and no vectors left.
@@ -121,7 +121,7 @@ fn a_reader_that_read_the_store_empty_follows_it_by_the_change_log() {
     add(&mut writer, &[("dogs", "Dogs bark at the mail carrier.", serde_json::json!({}))]);
     assert_eq!(ids(&reader, &dense("molten rock eruption"))[0], "volcano");
     assert_eq!(ids(&reader, &dense("barking puppy")).len(), 2);
-    assert!(reader.build_vector_index().unwrap().is_empty(), "too few vectors for a graph");
+    assert!(reader.vectors().build().unwrap().is_empty(), "too few vectors for a graph");
 }
 
 #[test]

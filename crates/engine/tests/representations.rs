@@ -54,7 +54,7 @@ fn late_vectors_are_masked_means_of_the_full_pass() {
     let model = minilm();
     let (long, short) = squad_article();
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap()).with_embedder(model.clone());
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     ingest.require(&[Representation::Late], &[]).unwrap();
     ingest.add(Document::new("short", "", short.clone())).unwrap();
     ingest.add(Document::new("long", "", long.clone())).unwrap();
@@ -98,7 +98,7 @@ fn contextual_text_is_embedded_and_indexed_but_spans_stay_on_the_chunk() {
     let text =
         "# Falcons\n\nThey hunt at great speed.\n\n## Diet\n\nMostly small birds and insects.";
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap()).with_embedder(model.clone());
-    let mut ingest = engine.ingest(&"markdown:64".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"markdown:64".parse().unwrap()).unwrap();
     let contextual: Representation = "contextual:title,headings".parse().unwrap();
     ingest.require(&[contextual], &[]).unwrap();
     ingest.add(Document::new("f", "Peregrine notes", text)).unwrap();
@@ -140,7 +140,7 @@ fn summary_average_scores_the_mixed_vector() {
     let model = minilm();
     let (_, short) = squad_article();
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap()).with_embedder(model.clone());
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     ingest.require(&[Representation::SummaryAvg(250)], &[Summarizer::Lead(12)]).unwrap();
     ingest.add(Document::new("sb", "", short.clone())).unwrap();
     ingest.add(Document::new("other", "", "Falcons hunt small birds at great speed.")).unwrap();
@@ -219,7 +219,7 @@ fn summaries_from_a_chat_server_are_stored_once() {
     let (_server, url, seen) = chat_server();
     let summarizer: Summarizer = format!("http:{url}").parse().unwrap();
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap()).with_embedder(minilm());
-    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     ingest.require(&[Representation::Summary], std::slice::from_ref(&summarizer)).unwrap();
     ingest.add(Document::new("a", "Falcons", "Falcons hunt birds. They are fast.")).unwrap();
     ingest.add(Document::new("b", "Tea", "Tea is brewed from leaves.")).unwrap();
@@ -236,7 +236,7 @@ fn summaries_from_a_chat_server_are_stored_once() {
     );
     assert_eq!(engine.store().vectors(&format!("summary:{name}")).unwrap().len(), 2);
     // Nothing is asked again: every document has its summary.
-    let ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     ingest.finish().unwrap();
     assert_eq!(seen.lock().unwrap().len(), 2);
     assert!(engine.store().documents_lacking(Lacking::Summary(&name)).unwrap().is_empty());
@@ -252,7 +252,7 @@ fn a_failing_chat_server_is_named_and_nothing_is_half_written() {
         .create();
     let summarizer: Summarizer = format!("http:{}/v1", server.url()).parse().unwrap();
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap());
-    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     ingest.require(&[], std::slice::from_ref(&summarizer)).unwrap();
     ingest.add(Document::new("a", "", "Some text here.")).unwrap();
     let err = ingest.finish().unwrap_err().to_string();
@@ -270,7 +270,7 @@ fn a_failing_chat_server_is_named_and_nothing_is_half_written() {
 fn late_chunking_is_refused_up_front_for_a_static_model() {
     let potion = ckeep_embed::load("potion-base-8M").expect("ckeep model pull potion-base-8M");
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap()).with_embedder(potion);
-    let mut ingest = engine.ingest(&"sentences".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"sentences".parse().unwrap()).unwrap();
     let err = ingest.require(&[Representation::Late], &[]).unwrap_err().to_string();
     assert!(err.contains("late chunking") && err.contains("model2vec"), "{err}");
     assert!(engine.store().manifest().unwrap().representations.iter().all(|r| r != "late"));

@@ -24,7 +24,7 @@ const DOCS: [(&str, &str); 6] = [
 
 fn engine() -> Engine<SqliteStore> {
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap());
-    let mut ingest = engine.ingest(&"whole".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"whole".parse().unwrap()).unwrap();
     for (id, text) in DOCS {
         ingest.add(Document::new(id, id, text)).unwrap();
     }
@@ -172,7 +172,7 @@ fn a_server_with_a_real_model_reorders_real_results() {
     );
     let model = ckeep_embed::load("all-MiniLM-L6-v2").expect("ckeep model pull all-MiniLM-L6-v2");
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap());
-    let mut ingest = engine.ingest(&"whole".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"whole".parse().unwrap()).unwrap();
     let corpus = std::fs::read_to_string(data.join("beir_scifact/corpus.jsonl")).unwrap();
     for line in corpus.lines().take(2000) {
         let doc: serde_json::Value = serde_json::from_str(line).unwrap();

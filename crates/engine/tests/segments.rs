@@ -29,7 +29,7 @@ fn open(dir: &Path) -> Engine<SqliteStore> {
 
 /// Adds documents `added` and removes documents `removed` in one ingest.
 fn write(engine: &mut Engine<SqliteStore>, added: std::ops::Range<usize>, removed: &[usize]) {
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     ingest.remove(removed.iter().map(|i| format!("d{i}")));
     for i in added {
         ingest.add(Document::new(format!("d{i}"), "", text(i))).unwrap();
@@ -59,7 +59,7 @@ fn large_store(dir: &Path) -> usize {
 /// [`large_store`], its vectors held as int8 codes (`ckeep quantize int8`).
 fn large_int8_store(dir: &Path) -> usize {
     let n = large_store(dir);
-    open(dir).set_quantization(None, Quantization::Int8).unwrap();
+    open(dir).writer().set_quantization(None, Quantization::Int8).unwrap();
     n
 }
 
@@ -70,14 +70,14 @@ fn server_after_a_segment(dir: &Path, n: usize) -> (Engine<SqliteStore>, Engine<
     let whole_bytes = open(dir).store().aux("hnsw:plain").unwrap().unwrap().len();
     let mut writer = open(dir).with_background_index();
     let reader = writer.reader(SqliteStore::open(dir).unwrap());
-    assert!(reader.build_vector_index().unwrap().is_empty(), "the ingest saved the graph");
+    assert!(reader.vectors().build().unwrap().is_empty(), "the ingest saved the graph");
     write(&mut writer, n..n + 5_000, &(0..250).collect::<Vec<_>>());
-    let builds = reader.build_vector_index().unwrap();
+    let builds = reader.vectors().build().unwrap();
     let bytes: usize = builds.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
     assert_eq!(builds.len(), 1);
     assert!(bytes < whole_bytes / 3, "{bytes} bytes saved; the whole graph is {whole_bytes}");
-    writer.save_vector_index(builds).unwrap();
-    let check = &writer.check_vector_indexes().unwrap()[0];
+    writer.writer().save_vector_index(builds).unwrap();
+    let check = &writer.vectors().check().unwrap()[0];
     assert!(check.current && check.segments == 1 && check.problem.is_none(), "{check:?}");
     (writer, reader)
 }
@@ -106,31 +106,31 @@ fn a_server_saves_its_new_segments_alone_and_a_new_process_searches_them() {
     let n = large_store(dir.path());
     let (mut writer, reader) = server_after_a_segment(dir.path(), n);
     let removed: Vec<usize> = (0..300).collect();
-    assert!(reader.build_vector_index().unwrap().is_empty(), "nothing new to save");
+    assert!(reader.vectors().build().unwrap().is_empty(), "nothing new to save");
     // 1,000 more and 50 removed: too few to freeze; the tombstones alone are saved.
     write(&mut writer, n + 5_000..n + 6_000, &removed[250..]);
-    let builds = reader.build_vector_index().unwrap();
+    let builds = reader.vectors().build().unwrap();
     let bytes: usize = builds.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
     // Their vectors (with chunk and document) and the list of all 300 tombstones.
     assert!(bytes < 50 * (16 + 4 * 64) + 300 * 8 + 1_000, "{bytes} bytes for 50 removed rows");
-    writer.save_vector_index(builds).unwrap();
-    let check = &writer.check_vector_indexes().unwrap()[0];
+    writer.writer().save_vector_index(builds).unwrap();
+    let check = &writer.vectors().check().unwrap()[0];
     assert_eq!((check.missing, check.removed), (Some(1_000), Some(0)), "{check:?}");
 
     // Stopping, the server freezes the tail too: every row is in a saved graph.
-    let last = reader.compact_vector_index().unwrap();
+    let last = reader.vectors().compact().unwrap();
     assert_eq!(last.len(), 1);
-    writer.save_vector_index(last).unwrap();
-    let check = &writer.check_vector_indexes().unwrap()[0];
+    writer.writer().save_vector_index(last).unwrap();
+    let check = &writer.vectors().check().unwrap()[0];
     assert!(check.current && check.segments == 2 && check.missing == Some(0), "{check:?}");
     assert_eq!(check.rows, n + 6_000, "the whole graph keeps its removed rows as tombstones");
 
     // A new process opens the saved segments: nothing to build, the same answers, no removed
     // document.
     let next = open(dir.path());
-    assert!(next.build_vector_index().unwrap().is_empty(), "the saved segments are current");
+    assert!(next.vectors().build().unwrap().is_empty(), "the saved segments are current");
     answers_as(&next, &reader, n + 6_000, &removed);
-    let memory = next.vector_memory();
+    let memory = next.vectors().memory();
     let graphs = memory.iter().find(|(k, _)| k == "plain:hnsw").map_or(0, |(_, b)| *b);
     assert!(graphs > 0, "the segments' graphs are read back: {memory:?}");
 
@@ -141,12 +141,12 @@ fn a_server_saves_its_new_segments_alone_and_a_new_process_searches_them() {
     let name = format!("hnsw:plain#{first_segment}");
     let blob = damaged.store().aux(&name).unwrap().unwrap();
     damaged.store_mut().set_aux(&name, &blob[..blob.len() / 2]).unwrap();
-    let problem = damaged.check_vector_indexes().unwrap()[0].problem.clone();
+    let problem = damaged.vectors().check().unwrap()[0].problem.clone();
     assert_eq!(problem.as_deref(), Some("a saved segment is missing or damaged"));
     assert!(top10(&damaged, n + 7).contains(&format!("d{}", n + 7)));
     // The next build makes one graph over every row again and ends the segments.
-    assert!(damaged.refresh_vector_index().unwrap());
-    let check = &damaged.check_vector_indexes().unwrap()[0];
+    assert!(damaged.writer().refresh_vector_index().unwrap());
+    let check = &damaged.vectors().check().unwrap()[0];
     assert!(check.current && check.segments == 0 && check.problem.is_none(), "{check:?}");
     assert_eq!(damaged.store().aux("hnsw:plain#segments").unwrap(), None);
 }
@@ -161,19 +161,19 @@ fn a_server_saves_its_int8_segments_alone_and_a_new_process_walks_them() {
     // 50 more removed: their codes (64 bytes and a scale, with chunk and document) and the
     // list of all 300 tombstones.
     write(&mut writer, n + 5_000..n + 6_000, &removed[250..]);
-    let builds = reader.build_vector_index().unwrap();
+    let builds = reader.vectors().build().unwrap();
     let bytes: usize = builds.iter().map(ckeep_engine::VectorIndexBuild::bytes).sum();
     assert!(bytes < 50 * (16 + 64 + 4) + 300 * 8 + 1_000, "{bytes} bytes for 50 removed rows");
-    writer.save_vector_index(builds).unwrap();
-    let last = reader.compact_vector_index().unwrap();
-    writer.save_vector_index(last).unwrap();
-    let check = &writer.check_vector_indexes().unwrap()[0];
+    writer.writer().save_vector_index(builds).unwrap();
+    let last = reader.vectors().compact().unwrap();
+    writer.writer().save_vector_index(last).unwrap();
+    let check = &writer.vectors().check().unwrap()[0];
     assert!(check.current && check.segments == 2 && check.problem.is_none(), "{check:?}");
 
     // A new process walks the saved graphs with its codes and answers as the server did.
     let next = open(dir.path());
     answers_as(&next, &reader, n + 6_000, &removed);
-    let memory = next.vector_memory();
+    let memory = next.vectors().memory();
     let graphs = memory.iter().find(|(k, _)| k == "plain@int8:hnsw").map_or(0, |(_, b)| *b);
     assert!(graphs > 0, "the codes walk the saved graphs: {memory:?}");
 }
@@ -205,11 +205,11 @@ fn killed_while_saving() {
         let answers =
             || -> Vec<Vec<String>> { PROBES.iter().map(|&i| top10(&reader, i)).collect() };
         println!("before {}", serde_json::to_string(&answers()).unwrap());
-        let builds = reader.build_vector_index().unwrap();
+        let builds = reader.vectors().build().unwrap();
         println!("after {}", serde_json::to_string(&answers()).unwrap());
         println!("generation {}", writer.store().generation().unwrap());
         println!("saving");
-        writer.save_vector_index(builds).unwrap();
+        writer.writer().save_vector_index(builds).unwrap();
     }
 }
 
@@ -258,7 +258,7 @@ fn a_process_killed_while_saving_segments_leaves_a_store_that_answers_as_before(
         let after = open(dir.path());
         let report = after.store().check().unwrap();
         assert!(report.is_ok(), "{report:?}");
-        let checks = after.check_vector_indexes().unwrap();
+        let checks = after.vectors().check().unwrap();
         // (The saves before the kill left segments: the store opens in them.)
         assert!(checks.iter().all(|c| c.problem.is_none()), "{checks:?}");
         // (By the sixth save the store has a frozen segment: the reopened store walks it.)

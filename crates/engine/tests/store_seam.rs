@@ -177,7 +177,7 @@ impl StoreWrite for Seam {
 fn engine_over(store: Seam) -> Engine<Seam> {
     let mut engine =
         Engine::new(store).with_embedder(Arc::new(ckeep_embed::HashingEmbedder::new(256)));
-    let mut ingest = engine.ingest(&"paragraphs".parse().unwrap()).unwrap();
+    let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
     for (id, text) in [
         ("rivers", "Rivers carry water from the mountains down to the sea."),
         ("bread", "Knead the dough, let it rise, then bake the bread."),

@@ -380,7 +380,7 @@ fn index(
     if let Some(a) = needs.analyzer {
         engine = engine.with_analyzer(ckeep_engine::AnalyzerChoice::Fixed(a));
     }
-    let mut ingest = engine.ingest(chunker)?;
+    let mut ingest = engine.writer().ingest(chunker)?;
     ingest.require(needs.reprs, needs.summarizers)?;
     let total = dataset.docs.len() as u64;
     for (i, d) in dataset.docs.iter().enumerate() {
@@ -389,7 +389,7 @@ fn index(
     }
     ingest.finish_with(progress)?;
     for m in needs.further {
-        engine.add_model(Arc::clone(m), progress)?;
+        engine.writer().add_model(Arc::clone(m), progress)?;
     }
     Ok(engine)
 }

@@ -285,7 +285,7 @@ impl AppState {
     /// index's own reader and threads (so ingests and queries go on); a rebuilt or compacted
     /// graph is saved by the writer. `last`: the server is stopping, so a graph updated in
     /// place is compacted and saved whatever its changes (see
-    /// [`ckeep_engine::Engine::compact_vector_index`]).
+    /// [`ckeep_engine::VectorIndex::compact`]).
     async fn refresh_index(&self, last: bool) -> Result<(), ApiError> {
         let writes = self.writes.load(Ordering::Relaxed);
         if writes == self.indexed_at.load(Ordering::Relaxed) && !(last && writes > 0) {
@@ -298,7 +298,7 @@ impl AppState {
         let (done, result) = tokio::sync::oneshot::channel();
         self.index_pool.spawn(move || {
             let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if last { engine.compact_vector_index() } else { engine.build_vector_index() }
+                if last { engine.vectors().compact() } else { engine.vectors().build() }
             }));
             let _ = done.send((engine, built));
         });
@@ -308,7 +308,7 @@ impl AppState {
         let builds =
             built.map_err(|_| ApiError::internal("updating the vector index panicked"))??;
         if !builds.is_empty() {
-            self.workers.write(move |e| Ok(e.save_vector_index(builds)?)).await?;
+            self.workers.write(move |e| Ok(e.writer().save_vector_index(builds)?)).await?;
         }
         self.indexed_at.store(writes, Ordering::Relaxed);
         Ok(())

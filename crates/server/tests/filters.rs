@@ -78,6 +78,7 @@ async fn a_strategy_fuses_the_stores_further_model() {
         ckeep_engine::Engine::new(ckeep_store::SqliteStore::open(&server.store()).unwrap())
             .with_embedder(test_model());
     let added = writer
+        .writer()
         .add_model(std::sync::Arc::new(ckeep_embed::HashingEmbedder::new(32)), &mut |_, _, _| {})
         .unwrap();
     assert!(added.documents > 0);

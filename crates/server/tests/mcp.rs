@@ -116,7 +116,7 @@ async fn the_stores_default_strategy_is_used_unless_a_search_names_one() {
     let location = server.store().display().to_string();
     let mut writer = ckeep_engine::Engine::new(ckeep_store::open(&location).unwrap());
     let chosen: ckeep_engine::Strategy = "mode=bm25,k1=1.2,b=0.75,k=2".parse().unwrap();
-    writer.set_default_strategy(Some(&chosen), "a test").unwrap();
+    writer.writer().set_default_strategy(Some(&chosen), "a test").unwrap();
 
     let (status, res) = server.post("/search", &json!({"query": "owls hunt at night"})).await;
     assert_eq!(status, 200, "{res}");
@@ -141,7 +141,7 @@ async fn the_stores_default_strategy_is_used_unless_a_search_names_one() {
     assert_eq!(res["strategy"], "mode=dense,level=chunk,k=2");
 
     // Back to the built-in default.
-    writer.set_default_strategy(None, "").unwrap();
+    writer.writer().set_default_strategy(None, "").unwrap();
     let (_, res) = server.post("/search", &json!({"query": "owls hunt at night"})).await;
     assert_eq!(res["strategy"], "mode=bm25,level=chunk,k=10");
 }

@@ -29,7 +29,7 @@ async fn a_stopping_server_saves_the_graph_its_writes_need() {
     let fresh = || {
         Engine::new(SqliteStore::open(&server.store()).unwrap()).with_embedder(common::test_model())
     };
-    assert_eq!(fresh().build_vector_index().unwrap().len(), 1, "no current graph while serving");
+    assert_eq!(fresh().vectors().build().unwrap().len(), 1, "no current graph while serving");
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -38,5 +38,5 @@ async fn a_stopping_server_saves_the_graph_its_writes_need() {
     }));
     stop.send(()).unwrap();
     serving.await.unwrap().unwrap();
-    assert!(fresh().build_vector_index().unwrap().is_empty(), "the saved graph is current");
+    assert!(fresh().vectors().build().unwrap().is_empty(), "the saved graph is current");
 }

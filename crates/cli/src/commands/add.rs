@@ -105,9 +105,9 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     // Pass 2: chunk, index and write in batches.
     let mut engine =
         open_with_model(store, args.model().as_deref(), args.analyzer, no_cache, true)?;
-    let chunker = engine.chunker_for(args.chunker.as_ref(), args.size_unit)?;
+    let chunker = engine.searcher()?.chunker_for(args.chunker.as_ref(), args.size_unit)?;
     let bar = out.progress(docs_total, "indexing");
-    let mut ingest = engine.ingest(&chunker)?;
+    let mut ingest = engine.writer().ingest(&chunker)?;
     require(&mut ingest, args)?;
     for (source, loaded) in valid {
         let loaded = if let Some(l) = loaded {
@@ -128,7 +128,7 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     quantize(&mut engine, args)?;
     let seconds = started.elapsed().as_secs_f64();
     let model = engine.embedder().map(|e| e.info().clone());
-    let analyzer = engine.analyzer()?;
+    let analyzer = engine.searcher()?.analyzer()?;
     let run = Run { store, chunker: &chunker, analyzer, model: model.as_ref(), seconds };
     print_report(&run, report, skipped, warnings, out)?;
     Ok(ExitCode::SUCCESS)
@@ -146,15 +146,15 @@ fn derive_only(
 ) -> anyhow::Result<ExitCode> {
     let mut engine =
         open_with_model(store, args.model().as_deref(), args.analyzer, no_cache, false)?;
-    let chunker = engine.chunker_for(None, None)?;
+    let chunker = engine.searcher()?.chunker_for(None, None)?;
     let bar = out.progress(0, "deriving");
     let adopted = if engine.embedder().is_some() {
-        Some(engine.adopt_model(&mut stage_progress(&bar))?)
+        Some(engine.writer().adopt_model(&mut stage_progress(&bar))?)
     } else {
         None
     };
     let ingest = {
-        let mut ingest = engine.ingest(&chunker)?;
+        let mut ingest = engine.writer().ingest(&chunker)?;
         require(&mut ingest, args)?;
         ingest
     };
@@ -168,7 +168,7 @@ fn derive_only(
     quantize(&mut engine, args)?;
     let seconds = started.elapsed().as_secs_f64();
     let model = engine.embedder().map(|e| e.info().clone());
-    let analyzer = engine.analyzer()?;
+    let analyzer = engine.searcher()?.analyzer()?;
     let run = Run { store, chunker: &chunker, analyzer, model: model.as_ref(), seconds };
     print_report(&run, report, Vec::new(), Vec::new(), out)?;
     Ok(ExitCode::SUCCESS)
@@ -197,7 +197,7 @@ fn add_further_models(
 ) -> anyhow::Result<()> {
     for spec in args.further_models() {
         let model = super::load_model(&spec, no_cache)?;
-        let stage = engine.add_model(model, &mut stage_progress(bar))?;
+        let stage = engine.writer().add_model(model, &mut stage_progress(bar))?;
         if stage.documents > 0 {
             report.vectors += stage.vectors;
             report.derived.push(stage);
@@ -209,7 +209,7 @@ fn add_further_models(
 /// Records `--quantize` in the store, once the representations it names exist.
 fn quantize(engine: &mut ckeep_engine::Engine<DynStore>, args: &AddArgs) -> anyhow::Result<()> {
     for (repr, kind) in &args.quantize {
-        engine.set_quantization(repr.as_deref(), *kind)?;
+        engine.writer().set_quantization(repr.as_deref(), *kind)?;
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ pub struct RmArgs {
 }
 
 pub fn stats(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
-    let summary = super::open(store)?.summary()?;
+    let summary = super::open(store)?.searcher()?.summary()?;
     if out.json {
         out.print_json(&summary)?;
         return Ok(ExitCode::SUCCESS);
@@ -69,7 +69,7 @@ pub fn rm(store: &str, args: &RmArgs, out: &Output) -> anyhow::Result<ExitCode> 
 pub fn check(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
     let engine = super::open(store)?;
     let mut report = engine.store().check()?;
-    let graphs = engine.check_vector_indexes()?;
+    let graphs = engine.vectors().check()?;
     for g in &graphs {
         if let Some(p) = &g.problem {
             report.problems.push(format!("HNSW graph of `{}`: {p}", g.representation));

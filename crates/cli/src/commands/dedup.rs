@@ -44,9 +44,8 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let mut engine = super::open(store)?;
     let pair_model = args.pair_model.as_deref().map(PairModel::load).transpose()?;
-    if pair_model.is_some()
-        && let Some(spec) = engine.model_for(None)?
-    {
+    let spec = if pair_model.is_some() { engine.searcher()?.model_for(None) } else { None };
+    if let Some(spec) = spec {
         engine = engine.with_embedder(super::load_model(&spec, no_cache)?);
     }
     let threshold = args
@@ -59,7 +58,8 @@ pub fn run(
         neighbours: args.neighbours,
     };
     let bar = out.progress(0, "finding near-duplicates");
-    let report = engine.dedup_report(&opts, pair_model.as_ref(), args.explain)?;
+    let report =
+        ckeep_engine::Dedup::new(&engine).report(&opts, pair_model.as_ref(), args.explain)?;
     bar.finish_and_clear();
     if out.json {
         out.print_json(&report)?;

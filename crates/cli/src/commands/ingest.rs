@@ -91,7 +91,7 @@ pub fn open_with_model(
     if !no_cache {
         engine = engine.with_generation_cache(ckeep_engine::default_generation_cache());
     }
-    let model = engine.model_for(model)?;
+    let model = engine.searcher()?.model_for(model);
     if let Some(spec) = &model {
         engine = engine.with_embedder(super::load_model(spec, no_cache)?);
     }

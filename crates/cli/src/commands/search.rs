@@ -82,7 +82,7 @@ pub fn run(
     let mut engine = super::open(store)?.with_model_cache(!no_cache);
     let mut strategy = match &args.strategy {
         Some(s) => s.clone(),
-        None => engine.default_strategy()?,
+        None => engine.searcher()?.default_strategy()?,
     };
     let repr = args.repr.as_deref().map(ckeep_engine::parse_representations);
     StrategyOverrides {
@@ -107,7 +107,7 @@ pub fn run(
     }
     // The model is loaded only when the query needs it.
     if strategy.mode.needs_model() {
-        let spec = engine.model_for(strategy.model.as_deref())?;
+        let spec = engine.searcher()?.model_for(strategy.model.as_deref());
         if let Some(spec) = spec {
             engine = engine.with_embedder(super::load_model(&spec, no_cache)?);
         }

@@ -209,9 +209,9 @@ fn watch_beside(
         let (roots, changes) = (roots.clone(), changes.clone());
         runtime
             .block_on(state.write(move |engine| {
-                let chunker = engine.chunker_for(None, None)?;
+                let chunker = engine.searcher()?.chunker_for(None, None)?;
                 let loader = ckeep_text::Loader::default();
-                Ok(engine.sync_changes(&roots, &changes, &loader, &chunker, prune)?)
+                Ok(engine.writer().sync_changes(&roots, &changes, &loader, &chunker, prune)?)
             }))
             .map_err(|e| anyhow::anyhow!(e.message))
     };

@@ -77,15 +77,16 @@ pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow
     } else {
         open_with_model(store, args.index.model().as_deref(), args.index.analyzer, no_cache, true)?
     };
-    let mut plan = engine.plan_sync(&args.paths, checked, &loader)?;
+    let mut plan = engine.writer().plan_sync(&args.paths, checked, &loader)?;
     let gone_kept = if args.prune { 0 } else { std::mem::take(&mut plan.gone).len() };
     let report = if args.dry_run {
         let SyncPlan { added, replaced, unchanged, gone, .. } = plan;
         SyncReport { added, replaced, unchanged, removed: gone, ..SyncReport::default() }
     } else {
-        let chunker = engine.chunker_for(args.index.chunker.as_ref(), None)?;
+        let chunker = engine.searcher()?.chunker_for(args.index.chunker.as_ref(), None)?;
         let bar = out.progress(plan.added.len() as u64 + plan.replaced.len() as u64, "syncing");
-        let report = engine.apply_sync(plan, &loader, &chunker, &mut stage_progress(&bar))?;
+        let report =
+            engine.writer().apply_sync(plan, &loader, &chunker, &mut stage_progress(&bar))?;
         bar.finish_and_clear();
         warn_unspaced(&report.ingest, out);
         report

@@ -122,12 +122,12 @@ pub fn run(
         Debounce { quiet: super::seconds("debounce", args.debounce)?, ..Debounce::default() };
     let mut engine =
         open_with_model(store, args.index.model().as_deref(), args.index.analyzer, no_cache, true)?;
-    let chunker = engine.chunker_for(args.index.chunker.as_ref(), None)?;
+    let chunker = engine.searcher()?.chunker_for(args.index.chunker.as_ref(), None)?;
     let roots = watch.roots();
     let names: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
     out.note(format!("ckeep watch: first sync of {}", names.join(", ")));
     let sync = |changes: &Changes| -> anyhow::Result<ChangesReport> {
-        Ok(engine.sync_changes(&roots, changes, &loader, &chunker, args.prune)?)
+        Ok(engine.writer().sync_changes(&roots, changes, &loader, &chunker, args.prune)?)
     };
     let mut first = true;
     let synced = |batch: u64, report: &ChangesReport, took: Duration| {

@@ -13,7 +13,7 @@ use ckeep_index::Hnsw;
 
 use super::codes::CodeIndex;
 use super::live::DenseIndex;
-use crate::Result;
+use crate::error::Result;
 
 /// Where "now" comes from for the refresh policy: the system's monotonic clock, or a test's,
 /// so refreshing is tested by moving a clock instead of sleeping.

@@ -6,17 +6,19 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use ckeep_core::{ChunkHit, ChunkId};
-use ckeep_embed::{Embedder, InputKind};
+use ckeep_embed::Embedder;
 use ckeep_index::{Hnsw, top_k};
 use ckeep_store::{Manifest, ReadSnapshot, StoreRead, VectorMatrix};
 use rayon::prelude::*;
 
 use super::MIN_CHANGES_READ_ALL;
+use super::VectorIndex;
 use super::blob::{GraphBlobName, blob_parts, is_current, stamp};
 use super::cache::{Cached, GraphEntry, Loaded};
 use super::live::DenseIndex;
+use crate::error::{Error, Result};
+use crate::represent::PLAIN_REPR;
 use crate::represent::{Representation, Resolved, Source};
-use crate::{Engine, Error, PLAIN_REPR, Result};
 
 /// Checks `embedder` against the model recorded in `manifest` (if any).
 pub(crate) fn check_model(manifest: &Manifest, embedder: &dyn Embedder) -> Result<()> {
@@ -29,49 +31,24 @@ pub(crate) fn check_model(manifest: &Manifest, embedder: &dyn Embedder) -> Resul
     }
 }
 
-impl<S: StoreRead> Engine<S> {
-    /// The embedder, checked against the store's manifest.
-    fn query_embedder(&self, manifest: &Manifest) -> Result<&Arc<dyn Embedder>> {
-        let Some(model) = manifest.model.as_deref() else {
-            return Err(Error::ModelRequired(
-                "the store has no vectors: it was built without a model; embed its chunks with `ckeep add --model NAME` (no inputs)".into(),
-            ));
-        };
-        let embedder = self.embedder.as_ref().ok_or_else(|| {
-            Error::ModelRequired(format!(
-                "dense search needs the store's model; pass --model {model}"
-            ))
-        })?;
-        check_model(manifest, embedder.as_ref())?;
-        Ok(embedder)
-    }
-
-    /// The query's embedding, normalised, by the model the store's `manifest` records.
-    pub(crate) fn query_vector(&self, manifest: &Manifest, query: &str) -> Result<Vec<f32>> {
-        let embedder = self.query_embedder(manifest)?;
-        let (mut vectors, _) = embedder.embed(&[query], InputKind::Query)?;
-        let mut q = vectors.pop().unwrap_or_default();
-        ckeep_embed::normalize(&mut q);
-        Ok(q)
-    }
-
+impl<S: StoreRead> VectorIndex<'_, S> {
     /// The HNSW graph of `m` (the vectors of representation `key`, read at store generation
     /// `generation`): cached, else the persisted one if its stamp matches, else built now (and
     /// persisted at the next ingest) — or, with a background index, `None` until it is rebuilt.
     pub(crate) fn graph(&self, key: &str, m: &VectorMatrix, generation: u64) -> Option<Arc<Hnsw>> {
-        if let GraphEntry::Known(g) = self.vectors.graph(key, generation) {
+        if let GraphEntry::Known(g) = self.cache.graph(key, generation) {
             return g;
         }
-        let _loading = self.vectors.loading();
-        if let GraphEntry::Known(g) = self.vectors.graph(key, generation) {
+        let _loading = self.cache.loading();
+        if let GraphEntry::Known(g) = self.cache.graph(key, generation) {
             return g;
         }
         let g = match self.stored_graph(key, &stamp(m)) {
             Some(g) => Some(Arc::new(g)),
-            None if self.background_index => None,
+            None if self.background => None,
             None => Some(Arc::new(self.graph_for(key, m))),
         };
-        self.vectors.set_graph(key, generation, g.clone());
+        self.cache.set_graph(key, generation, g.clone());
         g
     }
 
@@ -91,7 +68,7 @@ impl<S: StoreRead> Engine<S> {
     /// A representation's vectors, L2-normalised, loaded (or derived) once per store
     /// generation — or, with a refresh interval, at most once per interval — with the
     /// generation they were read at and whether that is not the store's now (then hits must be
-    /// checked against the store, see [`Engine::live_hits`]). After writes, the vectors of a
+    /// checked against the store, see [`VectorIndex::live_hits`]). After writes, the vectors of a
     /// stored representation are brought up to date from the store's change log.
     pub(crate) fn dense_index(&self, repr: &Resolved) -> Result<(Arc<DenseIndex>, u64, bool)> {
         self.load_cached(&repr.key, |previous, generation| {
@@ -100,7 +77,7 @@ impl<S: StoreRead> Engine<S> {
     }
 
     /// The representation's live vectors as one matrix, with the generation of their graph
-    /// (see [`Engine::graph`]) when they are all the graph holds (no rows written or removed
+    /// (see [`VectorIndex::graph`]) when they are all the graph holds (no rows written or removed
     /// since it).
     pub(crate) fn matrix(&self, repr: &Resolved) -> Result<(Arc<VectorMatrix>, Option<u64>)> {
         let (index, _, _) = self.dense_index(repr)?;
@@ -119,9 +96,9 @@ impl<S: StoreRead> Engine<S> {
         load: impl FnOnce(Option<&Loaded<T>>, u64) -> Result<T>,
     ) -> Result<(Arc<T>, u64, bool)> {
         // The generation and the value from one snapshot.
-        let _snapshot = ReadSnapshot::begin(&self.store)?;
+        let _snapshot = ReadSnapshot::begin(self.store)?;
         let current = self.store.generation()?;
-        self.vectors.load(key, current, load)
+        self.cache.load(key, current, load)
     }
 
     /// A representation's vectors as of the store's generation now, `generation`: `previous`

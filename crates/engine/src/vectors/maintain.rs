@@ -12,13 +12,14 @@ use ckeep_index::{Hnsw, HnswParams, Quantization};
 use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
 
 use super::ANN_MIN_VECTORS;
+use super::VectorIndex;
 use super::blob::{GraphBlobName, blob_parts, graph_blob, is_current, stamp, stamp_of};
 use super::cache::GraphEntry;
 use super::live::{DenseIndex, REBUILD_SHARE};
 use super::segmented::{Rows, Segmented};
+use crate::error::Result;
 use crate::manifest::ManifestExt;
 use crate::represent::{Resolved, Source};
-use crate::{Engine, Result};
 
 /// Blobs to write to the store (graphs, segments, their list) and to remove, in one
 /// transaction ([`StoreWrite::write_aux`]).
@@ -66,23 +67,23 @@ pub(crate) fn outgrown<R: Rows>(index: &Segmented<R>) -> bool {
     dead as f64 > REBUILD_SHARE * first as f64 || elsewhere > first
 }
 
-impl<S: StoreRead> Engine<S> {
+impl<S: StoreRead> VectorIndex<'_, S> {
     /// Brings the HNSW graph of each stored chunk-level representation whose collection is
     /// large enough up to date with its vectors, and returns what to save of them. Reads only,
-    /// so a server does it while its writer keeps ingesting; [`Engine::save_vector_index`]
-    /// persists what it returns.
+    /// so a server does it while its writer keeps ingesting;
+    /// [`crate::Writer::save_vector_index`] persists what it returns.
     ///
     /// A collection read whole gets its graph built (unless the store has it). After writes,
     /// the rows written since are frozen into segments with graphs of their own, which merge
     /// by size; what is new of them is returned for saving (see the module's account).
-    pub fn build_vector_index(&self) -> Result<Vec<VectorIndexBuild>> {
+    pub fn build(&self) -> Result<Vec<VectorIndexBuild>> {
         self.update_vector_index(false)
     }
 
-    /// [`Engine::build_vector_index`], with the rows written since the last segment frozen
+    /// [`VectorIndex::build`], with the rows written since the last segment frozen
     /// into one however few they are: what a server does before it stops, so the next
     /// process finds every row in a saved graph.
-    pub fn compact_vector_index(&self) -> Result<Vec<VectorIndexBuild>> {
+    pub fn compact(&self) -> Result<Vec<VectorIndexBuild>> {
         self.update_vector_index(true)
     }
 
@@ -106,7 +107,7 @@ impl<S: StoreRead> Engine<S> {
                 Quantization::Binary => continue,
                 // A server's int8 codes follow its writes in segments, each with a graph of
                 // its own: only the rows written since are read and indexed, and saved.
-                Quantization::Int8 if self.background_index => {
+                Quantization::Int8 if self.background => {
                     builds.extend(self.refresh_code_segments(name, last)?);
                     continue;
                 }
@@ -126,15 +127,15 @@ impl<S: StoreRead> Engine<S> {
                     continue;
                 }
                 // A server's indexer starts from the graph a query may have loaded.
-                let graph = if self.background_index {
+                let graph = if self.background {
                     self.graph(name, base, index.read_at)
                 } else {
                     self.cached_graph(name, index.read_at)
                 };
                 let graph = graph.unwrap_or_else(|| Arc::new(self.graph_for(name, base)));
                 builds.push(self.whole_build(name, base, &graph)?);
-                self.vectors.set_graph(name, index.read_at, Some(Arc::clone(&graph)));
-                self.vectors.update(name, |current: &DenseIndex, _| {
+                self.cache.set_graph(name, index.read_at, Some(Arc::clone(&graph)));
+                self.cache.update(name, |current: &DenseIndex, _| {
                     Ok(current.with_first_graph(&index, graph))
                 })?;
                 continue;
@@ -219,11 +220,11 @@ impl<S: StoreRead> Engine<S> {
     /// pass's time otherwise. (Elsewhere a segment's graph may be one built and not saved.)
     fn stored_first_graph(&self, name: &str, index: &DenseIndex) -> Result<bool> {
         let first = index.first();
-        if self.background_index && first.graph().is_some() {
+        if self.background && first.graph().is_some() {
             return Ok(true);
         }
         let stored = self.has_current_graph(name, &stamp(&first.rows))?;
-        if stored && self.background_index {
+        if stored && self.background {
             first.graph.get_or_init(|| self.graph(name, &first.rows, index.read_at));
         }
         Ok(stored)
@@ -236,7 +237,7 @@ impl<S: StoreRead> Engine<S> {
 
     /// The graph cached for the vectors of representation `key` read at `generation`.
     fn cached_graph(&self, key: &str, generation: u64) -> Option<Arc<Hnsw>> {
-        match self.vectors.graph(key, generation) {
+        match self.cache.graph(key, generation) {
             GraphEntry::Known(graph) => graph,
             GraphEntry::Unknown => None,
         }
@@ -246,8 +247,8 @@ impl<S: StoreRead> Engine<S> {
     /// the one queries search, first bringing it up to the store's generation now: readers
     /// may have applied later writes to the one it replaces while it was being built.
     fn install(&self, repr: &Resolved, mut index: DenseIndex, mut generation: u64) -> Result<()> {
-        let _loading = self.vectors.loading();
-        let _snapshot = ReadSnapshot::begin(&self.store)?;
+        let _loading = self.cache.loading();
+        let _snapshot = ReadSnapshot::begin(self.store)?;
         let current = self.store.generation()?;
         if current > generation
             && let Source::Stored(name) = &repr.source
@@ -258,37 +259,25 @@ impl<S: StoreRead> Engine<S> {
         }
         // Not installed when readers are past what the log could bring this to; the next
         // build starts there.
-        self.vectors.install_dense(&repr.key, index, generation);
+        self.cache.install_dense(&repr.key, index, generation);
         Ok(())
     }
 }
 
-impl<S: StoreWrite> Engine<S> {
-    /// Brings the HNSW graph of each stored chunk-level representation up to date (see
-    /// [`Engine::build_vector_index`]) and persists the graphs it built; returns whether it
-    /// built one. (Derived representations get theirs in memory on their first query.)
-    pub fn refresh_vector_index(&mut self) -> Result<bool> {
-        let builds = self.build_vector_index()?;
-        let built = !builds.is_empty();
-        self.save_vector_index(builds)?;
-        Ok(built)
-    }
-
-    /// Persists graphs and segments from [`Engine::build_vector_index`], each build in one
-    /// transaction. Each graph carries the stamp of the vectors it was built from: if they
-    /// changed meanwhile, a process that reads them whole ignores it until the next build.
-    pub fn save_vector_index(&mut self, builds: Vec<VectorIndexBuild>) -> Result<()> {
-        for b in builds {
-            let puts: Vec<(&str, &[u8])> =
-                b.puts.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect();
-            let removes: Vec<&str> = b.removes.iter().map(String::as_str).collect();
-            self.store.write_aux(&puts, &removes)?;
-            // A separate transaction: a process stopped before it leaves vectors the next
-            // save forgets.
-            if let Some((repr, before)) = &b.forget {
-                self.store.forget_removed_vectors(repr, *before)?;
-            }
+/// Persists graphs and segments from [`VectorIndex::build`] into `store`, each build in one
+/// transaction. Each graph carries the stamp of the vectors it was built from: if they changed
+/// meanwhile, a process that reads them whole ignores it until the next build.
+pub(crate) fn save<S: StoreWrite>(store: &mut S, builds: Vec<VectorIndexBuild>) -> Result<()> {
+    for b in builds {
+        let puts: Vec<(&str, &[u8])> =
+            b.puts.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect();
+        let removes: Vec<&str> = b.removes.iter().map(String::as_str).collect();
+        store.write_aux(&puts, &removes)?;
+        // A separate transaction: a process stopped before it leaves vectors the next save
+        // forgets.
+        if let Some((repr, before)) = &b.forget {
+            store.forget_removed_vectors(repr, *before)?;
         }
-        Ok(())
     }
+    Ok(())
 }

@@ -1,5 +1,5 @@
 //! Dense retrieval: a query's vector against a representation's chunk vectors, by one entry
-//! ([`Engine::dense_hits`]) over four backends ([`Backend`]): an exact scan, the HNSW graph, the
+//! ([`VectorIndex::dense_hits`]) over four backends ([`Backend`]): an exact scan, the HNSW graph, the
 //! compact codes of a quantised representation, or the store's own vector search.
 //!
 //! - `cache`: what is loaded (vectors, codes, graphs), shared by an engine and its readers, and
@@ -35,11 +35,14 @@ use ckeep_store::{StoreRead, VectorMatrix, VectorSearch};
 
 pub(crate) use dense::check_model;
 pub use maintain::VectorIndexBuild;
+pub(crate) use maintain::save;
+pub(crate) use quantized::set_quantization;
 pub use verify::GraphCheck;
 
+use crate::error::{Error, Result};
 use crate::filtered::{AllowedDocs, DenseFilter, FilteredBy};
 use crate::represent::{Resolved, Source};
-use crate::{Engine, Error, Result, Strategy};
+use crate::strategy::Strategy;
 
 /// Collections with at least this many vectors are searched through the HNSW graph (unless the
 /// strategy says `exact`); below it an exact scan is fast enough and always right.
@@ -53,7 +56,7 @@ const ANN_EF: usize = 128;
 const MIN_CHANGES_READ_ALL: usize = 1_024;
 
 /// Extra neighbours asked of a store that searches its own vectors (see
-/// [`Engine::store_hits`]).
+/// [`store_hits`]).
 const NEAREST_MARGIN: usize = 16;
 
 /// How a dense search treats quantised vectors (the strategy's `oversample` and `rescore`).
@@ -123,6 +126,29 @@ impl<'a> Backend<'a> {
     }
 }
 
+/// A store's vectors as one engine holds them: what it has loaded (shared with its readers),
+/// read through one store connection, and the graphs kept current over them. Made by
+/// [`crate::Engine::vectors`]; it reads only, so a server's indexer builds graphs with it
+/// beside the writer, which saves what it returns ([`crate::Writer::save_vector_index`]).
+///
+/// Not for deciding what to search: the search pipeline asks it for hits
+/// (`VectorIndex::dense_hits`) and never sees which backend answered.
+#[derive(Debug, Clone, Copy)]
+pub struct VectorIndex<'a, S> {
+    store: &'a S,
+    cache: &'a cache::VectorCache,
+    /// Whether graphs are kept current by the caller (a server's background pass) rather than
+    /// built at ingest or by a query that finds them stale.
+    background: bool,
+}
+
+impl<'a, S> VectorIndex<'a, S> {
+    /// The index over `store`, holding what `cache` has loaded.
+    pub(crate) fn new(store: &'a S, cache: &'a cache::VectorCache, background: bool) -> Self {
+        Self { store, cache, background }
+    }
+}
+
 /// Vectors of another dimension than the query's cannot be compared with it.
 fn same_dimension(dim: usize, q: &[f32]) -> Result<()> {
     if dim == q.len() {
@@ -143,7 +169,7 @@ fn scan(m: &VectorMatrix, q: &[f32]) -> Vec<ChunkHit> {
         .collect()
 }
 
-impl<S: StoreRead> Engine<S> {
+impl<S: StoreRead> VectorIndex<'_, S> {
     /// Chunks scored by cosine similarity to the query vector `q` under a representation: every
     /// chunk (exact scan), or, unless `params` say `exact`, the best `candidates` found through
     /// the HNSW graph (large collections, no filter), the compact codes of a quantised
@@ -210,7 +236,7 @@ impl<S: StoreRead> Engine<S> {
 }
 
 /// Chunks found by the store's own vector search (PostgreSQL + pgvector), scored here
-/// exactly as `Engine::loaded_hits` scores its own scan: the store ranks, the engine
+/// exactly as `VectorIndex::loaded_hits` scores its own scan: the store ranks, the engine
 /// scores. A few more than `candidates` are asked for, so a near tie at the cut, ordered
 /// differently by the database's arithmetic, cannot change which chunks are kept.
 fn store_hits(

@@ -13,16 +13,17 @@ use ckeep_core::{ChunkHit, ChunkId, DocKey};
 use ckeep_index::{Codes, Hnsw, Quantization, dot, top_k};
 use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
 
+use super::VectorIndex;
 use super::blob::stamp_of;
 use super::cache::Loaded;
 use super::codes::{CodeIndex, CodeRows, CodeSegment};
 use super::maintain::{VectorIndexBuild, outgrown};
 use super::segmented::Rows;
 use super::{ANN_EF, ANN_MIN_VECTORS, MIN_CHANGES_READ_ALL, Rescoring, same_dimension};
+use crate::error::{Error, Result};
 use crate::filtered::{AllowedDocs, DenseFilter, FilteredBy};
 use crate::manifest::ManifestExt;
 use crate::represent::{Resolved, Source};
-use crate::{Engine, Error, Result};
 
 /// Candidates that get exact scores (times the oversampling): the best 100 decide a top 10
 /// of documents or fused results too; deeper candidates of a document-level or hybrid
@@ -46,11 +47,11 @@ fn int8_rows(m: &VectorMatrix) -> CodeRows {
     }
 }
 
-impl<S: StoreRead> Engine<S> {
+impl<S: StoreRead> VectorIndex<'_, S> {
     /// The codes of stored representation `name`, normalised then quantised row by row as
     /// they stream from the store (the float32 matrix is never held whole). After writes, the
     /// codes loaded before are brought up to date from the store's change log when the changes
-    /// are few, as float32 vectors are ([`Engine::apply_changes`]); the rows written since
+    /// are few, as float32 vectors are ([`VectorIndex::apply_changes`]); the rows written since
     /// wait in the tail, and read all again once it passes a quarter of the rest, unless a
     /// server's indexer freezes them into segments first ([`super::segments`]).
     pub(crate) fn codes(
@@ -219,7 +220,7 @@ impl<S: StoreRead> Engine<S> {
             quantize: Quantization::None,
         };
         let (m, generation) = {
-            let _snapshot = ReadSnapshot::begin(&self.store)?;
+            let _snapshot = ReadSnapshot::begin(self.store)?;
             (self.load_matrix(&repr)?, self.store.generation()?)
         };
         let graph = Arc::new(self.graph_for(name, &m));
@@ -227,8 +228,8 @@ impl<S: StoreRead> Engine<S> {
         let mut index = CodeIndex::whole(int8_rows(&m), generation);
         drop(m);
         let _ = index.first().graph.set(Some(graph));
-        let _loading = self.vectors.loading();
-        let _snapshot = ReadSnapshot::begin(&self.store)?;
+        let _loading = self.cache.loading();
+        let _snapshot = ReadSnapshot::begin(self.store)?;
         let (current, mut at) = (self.store.generation()?, generation);
         if current > generation
             && let Some(changed) = self.store.vector_changes(name, generation)?
@@ -236,7 +237,7 @@ impl<S: StoreRead> Engine<S> {
         {
             (index, at) = (caught_up, current);
         }
-        self.vectors.install(&codes_key(name, kind), index, at);
+        self.cache.install(&codes_key(name, kind), index, at);
         Ok(build)
     }
 
@@ -258,7 +259,7 @@ impl<S: StoreRead> Engine<S> {
     /// Bytes each representation loaded so far takes in memory: its rows (and chunk ids) as
     /// `name` (float32) or `name@kind` (codes), and the graphs they walk, once read or built,
     /// as `name:hnsw` or `name@kind:hnsw`.
-    pub fn vector_memory(&self) -> Vec<(String, usize)> {
+    pub fn memory(&self) -> Vec<(String, usize)> {
         let mut all = Vec::new();
         let mut add = |key: &str, (rows, graphs): (usize, usize)| {
             all.push((key.to_string(), rows));
@@ -266,46 +267,48 @@ impl<S: StoreRead> Engine<S> {
                 all.push((format!("{key}:hnsw"), graphs));
             }
         };
-        self.vectors.each(|key, m: &CodeIndex| add(key, m.memory()));
-        self.vectors.each(|key, m: &super::live::DenseIndex| add(key, m.memory()));
+        self.cache.each(|key, m: &CodeIndex| add(key, m.memory()));
+        self.cache.each(|key, m: &super::live::DenseIndex| add(key, m.memory()));
         all.sort();
         all
     }
 }
 
-impl<S: StoreWrite> Engine<S> {
-    /// Holds stored representation `repr` (`None`: every one the store has) as `kind` in
-    /// memory for dense search, recorded in the manifest so every reader does the same.
-    /// Summary representations are document-level and few, so they stay float32.
-    pub fn set_quantization(&mut self, repr: Option<&str>, kind: Quantization) -> Result<()> {
-        let mut manifest = self.store.manifest()?;
-        let names: Vec<String> = match repr {
-            Some(r) if manifest.representations.iter().any(|n| n == r) => vec![r.to_string()],
-            Some(r) => {
-                return Err(Error::Invalid(format!(
-                    "the store has no stored representation `{r}` to quantize (it has: {})",
-                    manifest.representations.join(", ")
-                )));
-            }
-            None => manifest.chunk_representations().cloned().collect(),
-        };
-        if names.is_empty() && kind != Quantization::None {
-            return Err(Error::Invalid(
-                "the store has no vectors to quantize: add its documents with --model NAME".into(),
-            ));
+/// Holds stored representation `repr` (`None`: every one the store has) as `kind` in memory
+/// for dense search, recorded in the manifest of `store` so every reader does the same.
+/// Summary representations are document-level and few, so they stay float32.
+pub(crate) fn set_quantization<S: StoreWrite>(
+    store: &mut S,
+    repr: Option<&str>,
+    kind: Quantization,
+) -> Result<()> {
+    let mut manifest = store.manifest()?;
+    let names: Vec<String> = match repr {
+        Some(r) if manifest.representations.iter().any(|n| n == r) => vec![r.to_string()],
+        Some(r) => {
+            return Err(Error::Invalid(format!(
+                "the store has no stored representation `{r}` to quantize (it has: {})",
+                manifest.representations.join(", ")
+            )));
         }
-        let before = manifest.clone();
-        for name in names {
-            match kind {
-                Quantization::None => manifest.quantize.remove(&name),
-                Quantization::Int8 | Quantization::Binary => {
-                    manifest.quantize.insert(name, kind.to_string())
-                }
-            };
-        }
-        if manifest != before {
-            self.store.set_manifest(&manifest)?;
-        }
-        Ok(())
+        None => manifest.chunk_representations().cloned().collect(),
+    };
+    if names.is_empty() && kind != Quantization::None {
+        return Err(Error::Invalid(
+            "the store has no vectors to quantize: add its documents with --model NAME".into(),
+        ));
     }
+    let before = manifest.clone();
+    for name in names {
+        match kind {
+            Quantization::None => manifest.quantize.remove(&name),
+            Quantization::Int8 | Quantization::Binary => {
+                manifest.quantize.insert(name, kind.to_string())
+            }
+        };
+    }
+    if manifest != before {
+        store.set_manifest(&manifest)?;
+    }
+    Ok(())
 }

@@ -16,11 +16,12 @@ use ckeep_core::{ChunkId, DocKey};
 use ckeep_index::Hnsw;
 use ckeep_store::{StoreRead, VectorMatrix};
 
+use super::VectorIndex;
 use super::blob::{GraphBlobName, blob_parts, graph_blob, is_current, stamp_of};
 use super::live::DenseIndex;
 use super::maintain::VectorIndexBuild;
 use super::segmented::{Rows, Segment, Segmented};
-use crate::{Engine, Result};
+use crate::error::Result;
 
 /// Opens a segment list (and tells it from other blobs).
 const LIST_MAGIC: u32 = 0x314c_4753; // "SGL1"
@@ -215,7 +216,7 @@ impl<R: SavedRows> SavedSegments<R> {
     }
 }
 
-impl<S: StoreRead> Engine<S> {
+impl<S: StoreRead> VectorIndex<'_, S> {
     /// The segment list stored for representation `name`, if any and readable.
     pub(crate) fn segment_list(&self, name: &str) -> Result<Option<SegmentList>> {
         let blob = self.store.aux(&GraphBlobName(name).list())?;
@@ -298,7 +299,7 @@ impl<S: StoreRead> Engine<S> {
 
     /// Rows `m` of stored representation `name` (float32 vectors or int8 codes), read whole
     /// at `generation` in chunk order, in the segments the store saved for them (see
-    /// [`Engine::open_dense`]).
+    /// [`VectorIndex::open_dense`]).
     pub(crate) fn open_segmented<R: SavedRows>(
         &self,
         name: &str,
@@ -389,7 +390,7 @@ impl<S: StoreRead> Engine<S> {
 }
 
 /// The index of `m` (a representation's rows read whole at `generation`) in the segments
-/// `saved` (see [`Engine::open_dense`]).
+/// `saved` (see [`VectorIndex::open_dense`]).
 fn assemble<R: SavedRows>(m: R, saved: SavedSegments<R>, generation: u64) -> Segmented<R> {
     let mut listed: HashMap<u64, HashSet<ChunkId>> =
         saved.list.removed.into_iter().map(|(s, c)| (s, c.into_iter().collect())).collect();

@@ -12,10 +12,11 @@ use ckeep_core::ChunkId;
 use ckeep_index::{Hnsw, HnswParams};
 use ckeep_store::{StoreRead, VectorMatrix};
 
+use super::VectorIndex;
 use super::cache::Cached;
 use super::live::REBUILD_SHARE;
 use super::segmented::{Rows, Segment, Segmented};
-use crate::{Engine, Result};
+use crate::error::Result;
 
 /// The tail is frozen once it holds this many rows. Below, scanning it costs about a tenth of
 /// a millisecond (4,096 rows × 384 int8 bytes = 1.5 MB), less than a graph of it would save.
@@ -76,7 +77,7 @@ impl SegmentPlan {
     }
 }
 
-impl<S: StoreRead> Engine<S> {
+impl<S: StoreRead> VectorIndex<'_, S> {
     /// One pass of a server's indexer over `index`, the rows of stored representation `name`
     /// cached under `key` as read at `generation` (see the module's account); whether it
     /// changed them. `last`: the process stops, so the tail is frozen alone, whatever its
@@ -113,7 +114,7 @@ impl<S: StoreRead> Engine<S> {
         let graph =
             (!m.is_empty()).then(|| Arc::new(Hnsw::build(&m.data, m.dim, HnswParams::default())));
         let rows = rows_of(m);
-        self.vectors.update(key, |current: &Segmented<R>, _| {
+        self.cache.update(key, |current: &Segmented<R>, _| {
             let Some(changed) = self.store.vector_changes(name, generation)? else {
                 return Ok(None); // the log no longer reaches back: a whole read comes next
             };

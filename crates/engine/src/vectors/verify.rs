@@ -11,11 +11,12 @@ use ckeep_index::{Hnsw, Quantization};
 use ckeep_store::{StoreRead, VectorMatrix};
 use serde::Serialize;
 
+use super::VectorIndex;
 use super::blob::{GraphBlobName, blob_parts, is_current, stamp_of};
 use super::codes::CodeRows;
 use super::saved::SegmentList;
+use crate::error::Result;
 use crate::manifest::ManifestExt;
-use crate::{Engine, Result};
 
 /// What `check` found of one representation's stored graph.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,10 +39,10 @@ pub struct GraphCheck {
     pub problem: Option<String>,
 }
 
-impl<S: StoreRead> Engine<S> {
+impl<S: StoreRead> VectorIndex<'_, S> {
     /// Each stored graph read back and compared with the store's vectors (streamed, never
     /// held whole), in representation order.
-    pub fn check_vector_indexes(&self) -> Result<Vec<GraphCheck>> {
+    pub fn check(&self) -> Result<Vec<GraphCheck>> {
         let manifest = self.store.manifest()?;
         let mut checks = Vec::new();
         for name in manifest.chunk_representations() {

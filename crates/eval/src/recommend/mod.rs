@@ -152,7 +152,8 @@ pub fn candidates<S: StoreRead>(
     specs: &[String],
     model: Option<&str>,
 ) -> Result<(Vec<Strategy>, Vec<Strategy>), Error> {
-    let baseline = engine.map(Engine::default_strategy).transpose()?.unwrap_or_default();
+    let baseline =
+        engine.map(|e| e.searcher()?.default_strategy()).transpose()?.unwrap_or_default();
     let manifest = engine.map(|e| e.store().manifest()).transpose()?;
     let model = model
         .map(str::to_string)
@@ -265,13 +266,13 @@ pub fn apply<S: StoreWrite>(
         best.margin_ci.1,
         rec.candidates[rec.baseline].strategy
     );
-    engine.set_default_strategy(Some(&offered[rec.winner]), &from)?;
+    engine.writer().set_default_strategy(Some(&offered[rec.winner]), &from)?;
     Ok(Applied::Applied)
 }
 
 /// [`apply`], re-chunking the store at `location` first when the winner names another chunker
 /// than the store's: its documents are added to a new store beside it with the winner's
-/// chunker ([`Engine::copy_rechunked`]), the winner becomes that store's default, and it
+/// chunker ([`ckeep_engine::Writer::copy_rechunked`]), the winner becomes that store's default, and it
 /// replaces the old store in one step ([`ckeep_store::replace`]). A failure before that step
 /// leaves the old store as it was, and the new one is removed.
 pub fn apply_rechunked(
@@ -283,14 +284,14 @@ pub fn apply_rechunked(
 ) -> Result<Applied, Error> {
     let mut engine = engine;
     let wanted = offered[rec.winner].chunker.as_ref();
-    let stored = engine.stored_chunker()?;
+    let stored = engine.searcher()?.stored_chunker()?;
     let Some(chunker) = wanted.filter(|&c| rec.confident && Some(c) != stored.as_ref()) else {
         return apply(&mut engine, offered, rec);
     };
     let staged = ckeep_store::staging_location(location)?;
     let built = (|| {
         let mut target = Engine::new(ckeep_store::open_or_create(&staged)?);
-        engine.copy_rechunked(&mut target, chunker, progress)?;
+        engine.writer().copy_rechunked(&mut target, chunker, progress)?;
         apply(&mut target, offered, rec)
     })();
     // Every connection closes before the files move.

@@ -177,8 +177,8 @@ pub(crate) async fn ingest(
     let (report, chunker) = state
         .workers
         .write(move |engine| {
-            let chunker = engine.chunker_for(chunker.as_ref(), None)?;
-            let mut ingest = engine.ingest(&chunker)?;
+            let chunker = engine.searcher()?.chunker_for(chunker.as_ref(), None)?;
+            let mut ingest = engine.writer().ingest(&chunker)?;
             for doc in docs {
                 ingest.add(doc)?;
             }

@@ -156,7 +156,7 @@ struct StatsBody {
 }
 
 async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<StatsBody>, ApiError> {
-    let summary = state.workers.read(|e| Ok(e.summary()?)).await?;
+    let summary = state.workers.read(|e| Ok(e.searcher()?.summary()?)).await?;
     let query_batches = state
         .query_batches()
         .map(|(calls, texts)| serde_json::json!({"model_calls": calls, "queries": texts}));

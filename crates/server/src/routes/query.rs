@@ -143,7 +143,7 @@ pub(crate) async fn run_search(
         .workers
         .read(move |e| {
             // The store's default strategy is read on the reader, as the search itself is.
-            let req = body.into_request(&limits, e.default_strategy()?)?;
+            let req = body.into_request(&limits, e.searcher()?.default_strategy()?)?;
             Ok(e.search(&req)?)
         })
         .await
