@@ -136,6 +136,16 @@ impl Store {
     }
 }
 
+/// A metadata filter given as JSON text: a dict of keys and values (or conditions).
+fn parse_filter(json: &str) -> anyhow::Result<MetadataFilter> {
+    let Value::Object(map) = serde_json::from_str::<Value>(json)? else {
+        bail!(usage("filter must be a dict of metadata keys and values"));
+    };
+    let filter = MetadataFilter(map);
+    filter.check().map_err(usage)?;
+    Ok(filter)
+}
+
 /// What `add` may set; every part optional.
 #[derive(Debug, Default)]
 struct AddOptions {
@@ -256,41 +266,26 @@ impl Store {
         explain: bool,
         exact: bool,
     ) -> PyResult<String> {
+        let fields = StrategyFields {
+            strategy,
+            k: k.map(|k| k as u64),
+            mode,
+            level,
+            agg: aggregate,
+            expand,
+            diversify,
+            repr,
+            summarizer,
+            exact: exact.then_some(true),
+            model: model.or_else(|| self.model.clone()),
+            rerank: None,
+            rerank_k: None,
+        };
         detached(py, || {
-            let mut reader = self.take_reader()?;
-            let mut s = StrategyFields {
-                strategy,
-                k: k.map(|k| k as u64),
-                mode,
-                level,
-                agg: aggregate,
-                expand,
-                diversify,
-                repr,
-                summarizer,
-                exact: exact.then_some(true),
-            }
-            .resolve(reader.searcher()?.default_strategy()?)?;
-            if model.is_some() {
-                s.model = model;
-            }
-            let filter = match filter {
-                Some(f) => {
-                    let Value::Object(map) = serde_json::from_str::<Value>(&f)? else {
-                        bail!(usage("filter must be a dict of metadata keys and values"));
-                    };
-                    let filter = MetadataFilter(map);
-                    filter.check().map_err(usage)?;
-                    Some(filter)
-                }
-                None => None,
-            };
-            if s.mode.needs_model()
-                && let Some(spec) = self.model_spec(s.model.as_deref(), &reader)?
-            {
-                reader.set_embedder(self.model(&spec)?);
-            }
-            let req = SearchRequest { query, strategy: s, explain, filter };
+            let req = SearchRequest::from_fields(query, &fields)?
+                .with_explain(explain)
+                .with_filter(filter.as_deref().map(parse_filter).transpose()?);
+            let reader = self.take_reader()?;
             let res = reader.search(&req)?;
             with_char_spans(&reader, &res)
         })

@@ -120,11 +120,11 @@ fn main() {
             }
             t.elapsed().as_secs_f64() * 1e3 / 20.0
         });
-        let request = |q: &str, spec: &str, explain: bool| SearchRequest {
-            query: q.to_string(),
-            strategy: spec.parse::<Strategy>().unwrap(),
-            explain,
-            filter: filter.clone(),
+        let request = |q: &str, spec: &str, explain: bool| {
+            SearchRequest::new(q.to_string())
+                .with_strategy(spec.parse::<Strategy>().unwrap())
+                .with_explain(explain)
+                .with_filter(filter.clone())
         };
         let plan = engine
             .search(&request("warm up", "mode=dense,k=10", true))

@@ -129,12 +129,7 @@ fn main() {
     for (name, spec) in modes {
         let strategy: Strategy = spec.parse().unwrap();
         let search = |q: &str| {
-            let req = SearchRequest {
-                query: q.to_string(),
-                strategy: strategy.clone(),
-                explain: false,
-                filter: None,
-            };
+            let req = SearchRequest::new(q.to_string()).with_strategy(strategy.clone());
             std::hint::black_box(engine.search(&req).unwrap());
         };
         search("warm up");

@@ -102,12 +102,7 @@ fn main() {
         };
         let strategy = Strategy { mode, exact, level, ..Strategy::default() };
         let search = |engine: &Engine<DynStore>, q: &str| {
-            let req = SearchRequest {
-                query: q.to_string(),
-                strategy: strategy.clone(),
-                explain: false,
-                filter: None,
-            };
+            let req = SearchRequest::new(q.to_string()).with_strategy(strategy.clone());
             std::hint::black_box(engine.search(&req).unwrap());
         };
         search(&sqlite, "warm up");

@@ -9,7 +9,7 @@ use ckeep_index::Analyzer;
 use ckeep_store::{Manifest, StoreRead};
 
 use crate::error::{Error, Result};
-use crate::search::Searcher;
+use crate::searcher::Searcher;
 
 /// The analyzer asked for on ingest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

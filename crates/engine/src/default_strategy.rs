@@ -11,7 +11,7 @@ use ckeep_text::ChunkerSpec;
 use ckeep_text::chunk::SizeUnit;
 
 use crate::error::{Error, Result};
-use crate::search::Searcher;
+use crate::searcher::Searcher;
 use crate::strategy::Strategy;
 use crate::writer::Writer;
 
@@ -99,7 +99,7 @@ impl<S: StoreWrite> Writer<'_, S> {
         let mut manifest = self.engine.store.manifest()?;
         if let Some(s) = strategy {
             let s = s.clone().validate()?;
-            crate::search::built_as(&s, &manifest)?;
+            crate::searcher::built_as(&s, &manifest)?;
             if s.mode.needs_model() && s.model.is_none() && manifest.model.is_none() {
                 return Err(Error::Invalid(format!(
                     "`{s}` needs the store's embedding model, and the store has none"

@@ -13,7 +13,8 @@ use crate::analysis::AnalyzerChoice;
 use crate::error::Result;
 use crate::filtered::FilterCache;
 use crate::more_models::MoreModels;
-use crate::search::{SearchRequest, SearchResponse, Searcher};
+use crate::request::{SearchLimits, SearchRequest, SearchResponse};
+use crate::searcher::Searcher;
 use crate::vectors::VectorIndex;
 use crate::vectors::cache::VectorCache;
 use crate::writer::Writer;
@@ -38,6 +39,8 @@ pub struct Engine<S> {
     pub(crate) generation_cache: Option<std::path::PathBuf>,
     /// Filters answered lately, shared with readers.
     pub(crate) filters: FilterCache,
+    /// What searches may ask.
+    pub(crate) limits: SearchLimits,
 }
 
 impl<S> Engine<S> {
@@ -53,6 +56,7 @@ impl<S> Engine<S> {
             background_index: false,
             generation_cache: None,
             filters: FilterCache::default(),
+            limits: SearchLimits::default(),
         }
     }
 
@@ -70,6 +74,7 @@ impl<S> Engine<S> {
             background_index: self.background_index,
             generation_cache: self.generation_cache.clone(),
             filters: self.filters.clone(),
+            limits: self.limits,
         }
     }
 
@@ -146,6 +151,13 @@ impl<S> Engine<S> {
         self
     }
 
+    /// The same engine accepting searches within `limits` (a server's own).
+    #[must_use]
+    pub fn with_search_limits(mut self, limits: SearchLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// The same engine with other BM25 parameters.
     #[must_use]
     pub fn with_bm25(mut self, bm25: Bm25) -> Self {
@@ -186,6 +198,10 @@ impl<S: StoreRead> Engine<S> {
     /// Runs a search: ranked in one [`Searcher`], then reranked (if the strategy says so) once
     /// its snapshot is let go.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
-        crate::search::staged(req, |first| self.searcher()?.search_ranked(first))
+        let open = || {
+            let searcher = self.searcher()?;
+            Ok((searcher.resolve(req)?, searcher))
+        };
+        crate::searcher::staged(req, open, |searcher, strategy| searcher.ranked(req, strategy))
     }
 }

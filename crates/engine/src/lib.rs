@@ -45,6 +45,7 @@ mod represent;
 mod request;
 mod rerank;
 mod search;
+mod searcher;
 mod similar;
 mod stage;
 mod strategy;
@@ -83,11 +84,12 @@ pub use report::{AddReport, Skipped, StoreSummary};
 pub use represent::{
     ContextParts, Fields, PLAIN_REPR, Representation, parse_list as parse_representations,
 };
-pub use rerank::DEFAULT_RERANK_K;
-pub use search::{
-    ListExplanation, MAX_QUERY_BYTES, SearchRequest, SearchResponse, SearchResult, SearchTiming,
-    Searcher,
+pub use request::{
+    ListExplanation, MAX_QUERY_BYTES, SearchLimits, SearchRequest, SearchResponse, SearchResult,
+    SearchTiming,
 };
+pub use rerank::DEFAULT_RERANK_K;
+pub use searcher::Searcher;
 pub use similar::{
     ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, MAX_FURTHER_PAIR_MODELS,
     ModelPairScore, PairScore, PairScorer, TextVectors,

@@ -49,6 +49,12 @@ fn names_model(spec: &str, name: &str, source: &str) -> bool {
     spec == name || spec == source || base(spec) == name || base(spec) == base(source)
 }
 
+/// Whether model spec `spec` names the loaded model `embedder`.
+pub(crate) fn answers_to(embedder: &dyn Embedder, spec: &str) -> bool {
+    let info = embedder.info();
+    names_model(spec, &info.name, &info.source)
+}
+
 /// Whether model spec `spec` names the store's own model.
 fn is_own_model(manifest: &Manifest, spec: &str) -> bool {
     let source = manifest.model_source.as_deref();
@@ -143,6 +149,8 @@ fn held_models(manifest: &Manifest) -> String {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct MoreModels {
     loaded: Arc<Mutex<HashMap<String, Arc<dyn Embedder>>>>,
+    /// Models loaded by spec for the store's own dense lists (see [`MoreModels::load`]).
+    by_spec: Arc<Mutex<HashMap<String, Arc<dyn Embedder>>>>,
     /// Whether models loaded here use the embedding cache.
     pub cache: bool,
 }
@@ -177,6 +185,18 @@ impl MoreModels {
 }
 
 impl MoreModels {
+    /// The model `spec` (a name, directory or URL), loaded on first use and shared with the
+    /// engine's readers: a store's own model when the engine was given none.
+    pub fn load(&self, spec: &str) -> Result<Arc<dyn Embedder>> {
+        let mut by_spec = self.by_spec.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(e) = by_spec.get(spec) {
+            return Ok(Arc::clone(e));
+        }
+        let e = crate::models::load_model(spec, self.cache)?;
+        by_spec.insert(spec.to_string(), Arc::clone(&e));
+        Ok(e)
+    }
+
     /// The model `spec` for scoring pairs beside the store's own (a learned pair model's
     /// further models): the store's further model of that name if it has one, else loaded by
     /// name, behind the embedding cache as the engine's further models are.

@@ -37,12 +37,29 @@ pub struct StrategyOverrides {
     pub model: Option<String>,
     /// Exact dense scan.
     pub exact: Option<bool>,
+    /// A reranker server (`URL[#MODEL]`).
+    pub rerank: Option<String>,
+    /// How many results the reranker scores.
+    pub rerank_k: Option<usize>,
 }
 
 impl StrategyOverrides {
     /// `strategy` with these parts in place of its own.
     pub fn apply(self, strategy: &mut Strategy) {
-        let Self { k, mode, level, agg, expand, diversify, repr, summarizer, model, exact } = self;
+        let Self {
+            k,
+            mode,
+            level,
+            agg,
+            expand,
+            diversify,
+            repr,
+            summarizer,
+            model,
+            exact,
+            rerank,
+            rerank_k,
+        } = self;
         strategy.k = k.unwrap_or(strategy.k);
         if mode == Some(Mode::Dense) {
             // BM25's parameters (from a spec or the store's default) do not follow a switch to a
@@ -64,6 +81,10 @@ impl StrategyOverrides {
             strategy.model = model;
         }
         strategy.exact = exact.unwrap_or(strategy.exact);
+        if rerank.is_some() {
+            strategy.rerank = rerank;
+        }
+        strategy.rerank_k = rerank_k.unwrap_or(strategy.rerank_k);
     }
 }
 
@@ -102,6 +123,15 @@ pub struct StrategyFields {
     /// Exact dense scan.
     #[serde(default)]
     pub exact: Option<bool>,
+    /// The embedding model (default: the store's).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// A reranker server (`URL[#MODEL]`).
+    #[serde(default)]
+    pub rerank: Option<String>,
+    /// How many results the reranker scores.
+    #[serde(default)]
+    pub rerank_k: Option<u64>,
 }
 
 impl StrategyFields {
@@ -109,18 +139,22 @@ impl StrategyFields {
     /// [`crate::Searcher::default_strategy`]) with the parts in place of its own. A value that
     /// does not parse is a user error naming its field.
     pub fn resolve(&self, default: Strategy) -> Result<Strategy, Error> {
-        let mut strategy: Strategy = match &self.strategy {
-            Some(spec) => spec.parse()?,
-            None => default,
-        };
+        let mut strategy = self.spec()?.unwrap_or(default);
         self.overrides()?.apply(&mut strategy);
         Ok(strategy)
     }
 
-    fn overrides(&self) -> Result<StrategyOverrides, Error> {
+    /// The whole spec, if one was given.
+    pub fn spec(&self) -> Result<Option<Strategy>, Error> {
+        self.strategy.as_deref().map(str::parse).transpose()
+    }
+
+    /// The parts given one by one, parsed.
+    pub fn overrides(&self) -> Result<StrategyOverrides, Error> {
+        let count = |n: Option<u64>| n.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let repr = self.repr.as_deref().map(parse_list).transpose();
         Ok(StrategyOverrides {
-            k: self.k.map(|k| usize::try_from(k).unwrap_or(usize::MAX)),
+            k: count(self.k),
             mode: field("mode", self.mode.as_deref())?,
             level: field("level", self.level.as_deref())?,
             agg: field("agg", self.agg.as_deref())?,
@@ -128,8 +162,10 @@ impl StrategyFields {
             diversify: field("diversify", self.diversify.as_deref())?,
             repr: repr.map_err(|e| Error::Invalid(format!("`repr`: {e}")))?,
             summarizer: field("summarizer", self.summarizer.as_deref())?,
-            model: None,
+            model: self.model.clone(),
             exact: self.exact,
+            rerank: self.rerank.clone(),
+            rerank_k: count(self.rerank_k),
         })
     }
 }

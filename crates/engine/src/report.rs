@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::default_strategy::DefaultStrategy;
 use crate::error::Result;
 use crate::ingest::IngestReport;
-use crate::search::Searcher;
+use crate::searcher::Searcher;
 
 /// A store at a glance: where it is, what it was built with, and its counts and sizes.
 #[derive(Debug, Clone, Serialize)]

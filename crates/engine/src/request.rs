@@ -6,15 +6,26 @@ use ckeep_index::TermExplanation;
 use ckeep_store::MetadataFilter;
 use serde::Serialize;
 
-use crate::strategy::Strategy;
+use crate::error::{Error, Result};
+use crate::overrides::{StrategyFields, StrategyOverrides};
+use crate::strategy::{MAX_K, Strategy};
 
-/// A query and how to run it.
-#[derive(Debug, Clone)]
+/// Longest query accepted by default, in bytes.
+pub const MAX_QUERY_BYTES: usize = 16 * 1024;
+
+/// A search as every front end asks it: the query, the strategy as given (a whole spec, else
+/// the store's default, with parts laid over it: flags, JSON fields, keyword arguments), and
+/// the options. The engine resolves it against the store in one place
+/// ([`crate::Searcher::resolve`]), so no front end decides a default, loads a model or checks
+/// a limit itself.
+#[derive(Debug, Clone, Default)]
 pub struct SearchRequest {
     /// The query text.
     pub query: String,
-    /// The recipe.
-    pub strategy: Strategy,
+    /// A whole strategy; `None`: the store's default ([`crate::Searcher::default_strategy`]).
+    pub strategy: Option<Strategy>,
+    /// Parts laid over the strategy, each replacing its own when given.
+    pub parts: StrategyOverrides,
     /// Whether to include score explanations.
     pub explain: bool,
     /// Only documents whose metadata passes (dense search then scans exactly, so a filter that
@@ -23,9 +34,92 @@ pub struct SearchRequest {
 }
 
 impl SearchRequest {
-    /// A request with the default strategy.
+    /// A request with the store's default strategy.
     pub fn new(query: impl Into<String>) -> Self {
-        Self { query: query.into(), strategy: Strategy::default(), explain: false, filter: None }
+        Self { query: query.into(), ..Self::default() }
+    }
+
+    /// A request whose strategy and parts are given as strings (HTTP, MCP, Python): each
+    /// parsed here, a bad value a user error naming its field.
+    pub fn from_fields(query: impl Into<String>, fields: &StrategyFields) -> Result<Self> {
+        Ok(Self { strategy: fields.spec()?, parts: fields.overrides()?, ..Self::new(query) })
+    }
+
+    /// The same request with `strategy` in place of the store's default.
+    #[must_use]
+    pub fn with_strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = Some(strategy);
+        self
+    }
+
+    /// The same request with `parts` laid over its strategy.
+    #[must_use]
+    pub fn with_parts(mut self, parts: StrategyOverrides) -> Self {
+        self.parts = parts;
+        self
+    }
+
+    /// The same request with score explanations, or without.
+    #[must_use]
+    pub fn with_explain(mut self, explain: bool) -> Self {
+        self.explain = explain;
+        self
+    }
+
+    /// The same request keeping only documents `filter` lets through (`None`: all).
+    #[must_use]
+    pub fn with_filter(mut self, filter: Option<MetadataFilter>) -> Self {
+        self.filter = filter;
+        self
+    }
+}
+
+/// What an engine accepts of a search: the most results and the longest query, and whether
+/// requests are remote. A library or the CLI takes the engine's own bounds
+/// ([`SearchLimits::default`]); a server sets its own, and marks its requests remote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchLimits {
+    /// Most results (`k`, `rerank_k`).
+    pub max_k: usize,
+    /// Longest query, in bytes.
+    pub max_query_bytes: usize,
+    /// Whether requests come from remote clients, which must not make the engine call a
+    /// server (`rerank=URL`) or load a model they name.
+    pub remote: bool,
+}
+
+impl Default for SearchLimits {
+    fn default() -> Self {
+        Self { max_k: MAX_K, max_query_bytes: MAX_QUERY_BYTES, remote: false }
+    }
+}
+
+impl SearchLimits {
+    /// Checks a query and its resolved strategy against these limits.
+    pub(crate) fn check(&self, query: &str, strategy: &Strategy) -> Result<()> {
+        if query.trim().is_empty() {
+            return Err(Error::Invalid("the query is empty".into()));
+        }
+        if query.len() > self.max_query_bytes {
+            return Err(Error::Invalid(format!(
+                "the query is {} bytes; the limit is {}",
+                query.len(),
+                self.max_query_bytes
+            )));
+        }
+        if strategy.k > self.max_k {
+            return Err(Error::Invalid(format!(
+                "k = {} is out of range: expected 1 to {}",
+                strategy.k, self.max_k
+            )));
+        }
+        if strategy.rerank.is_some() && self.remote {
+            return Err(Error::Invalid(
+                "`rerank=` is not accepted over HTTP: the server does not call servers a client names"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 }
 

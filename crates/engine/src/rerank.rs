@@ -12,7 +12,8 @@ use ckeep_models::openai::OpenAiClient;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::request::{SearchRequest, SearchResponse};
+use crate::request::SearchResponse;
+use crate::strategy::Strategy;
 
 /// How long a reranker may take for one query's candidates.
 const TIMEOUT: Duration = Duration::from_mins(2);
@@ -48,26 +49,26 @@ fn parse_scores(
     Ok(out)
 }
 
-/// The request a rerank stage needs ranked first: `req` asking for at least `rerank_k`
-/// results (the request itself when it has no rerank stage).
-pub(crate) fn first_stage(req: &SearchRequest) -> std::borrow::Cow<'_, SearchRequest> {
-    if req.strategy.rerank.is_none() {
-        return std::borrow::Cow::Borrowed(req);
+/// The strategy a rerank stage needs ranked first: `strategy` asking for at least `rerank_k`
+/// results (the strategy itself when it has no rerank stage).
+pub(crate) fn first_stage(strategy: &Strategy) -> std::borrow::Cow<'_, Strategy> {
+    if strategy.rerank.is_none() {
+        return std::borrow::Cow::Borrowed(strategy);
     }
-    let mut inner = req.clone();
-    inner.strategy.k = req.strategy.k.max(req.strategy.rerank_k);
+    let mut inner = strategy.clone();
+    inner.k = strategy.k.max(strategy.rerank_k);
     std::borrow::Cow::Owned(inner)
 }
 
-/// `response`, the first stage's answer to `req` (see [`first_stage`]), with its top
-/// `rerank_k` reordered by the reranker's scores (which become their scores), cut to `k`; as it
-/// was when `req` has no rerank stage. Called once the store's read snapshot is let go: the
-/// server may take its time.
+/// `response`, the first stage's answer to `query` by `strategy` (see [`first_stage`]), with
+/// its top `rerank_k` reordered by the reranker's scores (which become their scores), cut to
+/// `k`; as it was when `strategy` has no rerank stage. Called once the store's read snapshot
+/// is let go: the server may take its time.
 pub(crate) fn reranked(
-    req: &SearchRequest,
+    query: &str,
+    strategy: &Strategy,
     mut response: SearchResponse,
 ) -> Result<SearchResponse> {
-    let strategy = &req.strategy;
     let Some(spec) = strategy.rerank.as_deref() else { return Ok(response) };
     let head = strategy.rerank_k.min(response.results.len());
     if head > 0 {
@@ -75,7 +76,7 @@ pub(crate) fn reranked(
             .map_err(|e| Error::Invalid(format!("rerank={spec}: {}", e.message)))?;
         let texts: Vec<&str> = response.results[..head].iter().map(|r| r.text.as_str()).collect();
         let body = serde_json::json!({
-            "query": req.query,
+            "query": query,
             "documents": texts,
             "texts": texts,
             "top_n": head,

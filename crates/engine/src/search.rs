@@ -2,28 +2,25 @@
 //! from the store → explain.
 
 use ckeep_core::{ChunkHit, ChunkId, DocKey, LexicalStats, Posting, SourceMap, Span};
-use ckeep_store::{Manifest, ReadSnapshot, StoredChunk};
+use ckeep_store::StoredChunk;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use ckeep_index::{Bm25, DocHit, FusedParts, TitleField, top_k};
 use ckeep_store::StoreRead;
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::expand::Context;
 use crate::filtered::{AllowedDocs, DenseFilter, FilterPlan};
 use crate::lexical::PLAIN_FIELD;
 use crate::represent::Resolved;
-pub use crate::request::{
+use crate::request::{
     ChunkExplanation, Explanation, ListExplanation, ResultChunk, SearchRequest, SearchResponse,
     SearchResult, SearchTiming,
 };
+use crate::searcher::Searcher;
 use crate::strategy::{Level, Mode, Strategy};
 use crate::vectors::VectorParams;
-
-/// Longest query accepted, in bytes.
-pub const MAX_QUERY_BYTES: usize = 16 * 1024;
 
 /// Hybrid fusion and document aggregation see this many of each list's best chunks (or 10·k if
 /// more): as many as an approximate search returns, so exact and HNSW search aggregate the same
@@ -77,94 +74,17 @@ struct Scored {
     dense_filter: Option<DenseFilter>,
 }
 
-/// The strategy a search ran, as asked: a representation the store chose by default is not
-/// named (the explanation names it).
-fn as_asked(mut strategy: Strategy, req: &SearchRequest) -> String {
-    if req.strategy.repr.is_empty() {
-        strategy.repr.clear();
-    }
-    strategy.to_string()
-}
-
-/// One search's view of the store: a read snapshot, and the manifest read once at its start,
-/// which every step of the search (strategy defaults and checks, the analyzer, the model
-/// check, representations) takes from here rather than reading it again. Made by
-/// [`Engine::searcher`]; a writer committing while it lives cannot make its reads disagree.
-#[derive(Debug)]
-pub struct Searcher<'e, S: StoreRead> {
-    engine: &'e Engine<S>,
-    manifest: Manifest,
-    _snapshot: ReadSnapshot<'e, S>,
-}
-
-impl<'e, S: StoreRead> Searcher<'e, S> {
-    /// The snapshot `snapshot` of `engine`'s store, whose manifest reads `manifest`.
-    pub(crate) fn new(
-        engine: &'e Engine<S>,
-        manifest: Manifest,
-        snapshot: ReadSnapshot<'e, S>,
-    ) -> Self {
-        Self { engine, manifest, _snapshot: snapshot }
-    }
-
-    /// The store, read in this snapshot.
-    pub fn store(&self) -> &'e S {
-        &self.engine.store
-    }
-}
-
-/// A search in its two stages: `ranked` answers the first stage's request, then the rerank
-/// stage (if the strategy has one) reorders it; timed as a whole.
-pub(crate) fn staged(
-    req: &SearchRequest,
-    ranked: impl FnOnce(&SearchRequest) -> Result<SearchResponse>,
-) -> Result<SearchResponse> {
-    let started = std::time::Instant::now();
-    let first = ranked(&crate::rerank::first_stage(req))?;
-    let mut response = crate::rerank::reranked(req, first)?;
-    response.timing.total = started.elapsed();
-    Ok(response)
-}
-
 impl<S: StoreRead> Searcher<'_, S> {
-    /// The manifest the search reads.
-    pub fn manifest(&self) -> &Manifest {
-        &self.manifest
-    }
-
-    /// Runs a search in this snapshot, rerank stage included (the snapshot is held during the
-    /// reranker's call; [`Engine::search`] lets it go first).
-    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
-        staged(req, |first| self.search_ranked(first))
-    }
-
-    /// The request's strategy, validated, after the checks every query passes.
-    fn checked_strategy(&self, req: &SearchRequest) -> Result<Strategy> {
-        let mut strategy = req.strategy.clone().validate()?;
-        if strategy.repr.is_empty() {
-            strategy.repr = match &self.manifest.default_repr {
-                Some(spec) => crate::represent::parse_list(spec).map_err(Error::Invalid)?,
-                None => vec![crate::represent::Representation::Plain],
-            };
-        }
-        if req.query.trim().is_empty() {
-            return Err(Error::Invalid("the query is empty".into()));
-        }
-        if req.query.len() > MAX_QUERY_BYTES {
-            return Err(Error::Invalid(format!(
-                "the query is {} bytes; the limit is {MAX_QUERY_BYTES}",
-                req.query.len()
-            )));
-        }
-        built_as(&strategy, &self.manifest)?;
-        Ok(strategy)
-    }
-
-    /// The search without its rerank stage.
-    pub(crate) fn search_ranked(&self, req: &SearchRequest) -> Result<SearchResponse> {
-        let engine = self.engine;
-        let strategy = self.checked_strategy(req)?;
-        let manifest = &self.manifest;
+    /// The search of `req` by `strategy` (resolved: [`Searcher::resolve`]) without its rerank
+    /// stage.
+    pub(crate) fn ranked(
+        &self,
+        req: &SearchRequest,
+        strategy: &Strategy,
+    ) -> Result<SearchResponse> {
+        let asked = strategy.to_string();
+        let strategy = self.with_default_repr(strategy.clone())?;
+        let manifest = self.manifest();
         let allowed = req.filter.as_ref().map(|f| self.allowed_docs(f)).transpose()?;
         let summarizer = strategy.summarizer.as_ref().map(ToString::to_string);
         let reprs = strategy
@@ -174,13 +94,13 @@ impl<S: StoreRead> Searcher<'_, S> {
             .collect::<Result<Vec<_>>>()?;
         let models = crate::more_models::dense_models(&strategy, manifest)?;
         let embedding = std::time::Instant::now();
-        let q = strategy
-            .mode
-            .needs_model()
-            .then(|| self.query_vectors(&models, &req.query))
-            .transpose()?;
+        let (queries, own) = if strategy.mode.needs_model() {
+            self.query_vectors(&strategy, &models, &req.query)?
+        } else {
+            (Vec::new(), None)
+        };
         let embed = embedding.elapsed();
-        let dense = Dense { models: &models, queries: q.as_deref().unwrap_or_default() };
+        let dense = Dense { models: &models, queries: &queries, own: own.unwrap_or_default() };
         let allowed = allowed.as_deref();
         let analyzer = crate::analysis::of_store(manifest)?;
         let score =
@@ -216,7 +136,7 @@ impl<S: StoreRead> Searcher<'_, S> {
                 fuse_documents(lists, kept)
             }
         };
-        let store = &engine.store;
+        let store = self.store();
         let (groups, diversity) =
             crate::diversify::diversified(store, groups, strategy.diversify, strategy.k, analyzer)?;
         let contexts = crate::expand::expand(store, self.contexts_of(groups)?, strategy.expand)?;
@@ -248,12 +168,12 @@ impl<S: StoreRead> Searcher<'_, S> {
                     .collect(),
                 explain: req
                     .explain
-                    .then(|| self.explain(&scored, &strategy, &models, &c.chunks, &diversity)),
+                    .then(|| Self::explain(&scored, &strategy, &dense, &c.chunks, &diversity)),
             });
         }
         Ok(SearchResponse {
             query: req.query.clone(),
-            strategy: as_asked(strategy, req),
+            strategy: asked,
             results,
             default_strategy: req
                 .explain
@@ -275,13 +195,19 @@ impl<S: StoreRead> Searcher<'_, S> {
     }
 
     /// The query's normalised embedding by each of `models`.
+    /// The query's normalised embedding by each of `models`, and the name of the store's own
+    /// model when it is one of them ([`Searcher::own_model`]).
     fn query_vectors(
         &self,
+        strategy: &Strategy,
         models: &[crate::more_models::DenseModel],
         query: &str,
-    ) -> Result<Vec<Vec<f32>>> {
-        let own = self.engine.embedder.as_ref();
-        self.engine.more_models.query_vectors(own, &self.manifest, models, query)
+    ) -> Result<(Vec<Vec<f32>>, Option<String>)> {
+        let own = models.iter().any(|m| m.0.is_none()).then(|| self.own_model(strategy));
+        let own = own.transpose()?;
+        let name = own.as_ref().map(|e| e.info().name.clone());
+        let more = &self.engine.more_models;
+        Ok((more.query_vectors(own.as_ref(), &self.manifest, models, query)?, name))
     }
 
     /// Ranked groups as contexts: each result's chunks with their spans, in one look-up (one
@@ -428,16 +354,19 @@ impl<S: StoreRead> Searcher<'_, S> {
     /// Every score component of the chunks behind one result, and what diversification charged
     /// it (`diversity`, by the result's chunks).
     fn explain(
-        &self,
         scored: &Scored,
         strategy: &Strategy,
-        models: &[crate::more_models::DenseModel],
+        dense: &Dense<'_>,
         chunks: &[(ChunkHit, Span)],
         diversity: &HashMap<ChunkId, crate::diversify::Redundancy>,
     ) -> Explanation {
-        let own = self.engine.embedder.as_ref().map(|e| e.info().name.clone()).unwrap_or_default();
         let list_names: Vec<String> = std::iter::once("bm25".to_string())
-            .chain(models.iter().map(|m| m.0.as_ref().map_or(own.clone(), |r| r.name.clone())))
+            .chain(
+                dense
+                    .models
+                    .iter()
+                    .map(|m| m.0.as_ref().map_or_else(|| dense.own.clone(), |r| r.name.clone())),
+            )
             .collect();
         let chunk = |(h, span): &(ChunkHit, Span)| {
             let parts = scored.fused.as_ref().and_then(|p| p.get(&h.chunk));
@@ -502,10 +431,12 @@ impl<S: StoreRead> Searcher<'_, S> {
     }
 }
 
-/// The query's vectors for dense lists: one per model, in the strategy's order.
+/// The query's vectors for dense lists: one per model, in the strategy's order, and the name of
+/// the store's own model (for explanations).
 struct Dense<'a> {
     models: &'a [crate::more_models::DenseModel],
     queries: &'a [Vec<f32>],
+    own: String,
 }
 
 impl Dense<'_> {
@@ -532,25 +463,4 @@ fn fuse_documents(lists: Vec<Vec<DocHit>>, k: usize) -> Vec<DocHit> {
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
     out.truncate(k);
     out
-}
-
-/// Refuses a strategy that names another chunker or analyzer than the store was built with: its
-/// index is not this one.
-pub(crate) fn built_as(strategy: &Strategy, manifest: &Manifest) -> Result<()> {
-    if let Some(wanted) = &strategy.chunker {
-        let stored = manifest.chunker.clone().unwrap_or_default();
-        if stored != wanted.to_string() {
-            return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
-        }
-    }
-    if let Some(wanted) = strategy.analyzer {
-        let stored = crate::analysis::of_store(manifest)?;
-        if stored != wanted {
-            return Err(Error::AnalyzerMismatch {
-                stored: stored.name().into(),
-                requested: wanted.name().into(),
-            });
-        }
-    }
-    Ok(())
 }

@@ -48,7 +48,7 @@ fn wiki_sentences(dir: &Path) -> (Engine<SqliteStore>, Vec<String>, Arc<dyn Embe
 /// The top 10 chunk ids of a dense search with `spec`.
 fn top10(engine: &Engine<SqliteStore>, q: &str, spec: &str) -> Vec<i64> {
     let strategy: Strategy = format!("mode=dense,k=10,{spec}").parse().unwrap();
-    let req = SearchRequest { query: q.to_string(), strategy, explain: false, filter: None };
+    let req = SearchRequest::new(q.to_string()).with_strategy(strategy);
     engine.search(&req).unwrap().results.iter().map(|r| r.chunks[0].chunk_id.0).collect()
 }
 
@@ -173,7 +173,7 @@ fn hnsw_finds_what_exact_search_finds() {
     assert!(!report.vector_index_built, "the writer leaves the graph to the background");
     let top = |engine: &Engine<SqliteStore>| -> String {
         let strategy = Strategy { mode: Mode::Dense, k: 1, ..Strategy::default() };
-        let req = SearchRequest { query: probe.into(), strategy, explain: false, filter: None };
+        let req = SearchRequest::new(probe).with_strategy(strategy);
         engine.search(&req).unwrap().results[0].doc_id.clone()
     };
     assert_eq!(top(&reader), "quokka", "stale graph: an exact scan finds the new document");
@@ -221,7 +221,7 @@ fn adding_to_a_store_keeps_its_stored_graph_and_saves_only_the_change() {
     eprintln!("recall@10 {after:.4} on the stored graph with the changed rows");
     assert!(after >= 0.95, "recall@10 = {after}");
     let strategy = Strategy { mode: Mode::Dense, k: 10, ..Strategy::default() };
-    let req = SearchRequest { query: probe.into(), strategy, explain: false, filter: None };
+    let req = SearchRequest::new(probe).with_strategy(strategy);
     let found: Vec<String> =
         next.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect();
     assert_eq!(found[0], "quokka");
@@ -267,7 +267,7 @@ fn a_server_keeps_approximate_search_through_ten_thousand_changes() {
         let probe = writer.store().document(&format!("copy-{}", gone[0])).unwrap().unwrap();
         let strategy = Strategy { mode: Mode::Dense, k: 10, ..Strategy::default() };
         let first = probe.document.text.split(". ").next().unwrap().to_string();
-        let req = SearchRequest { query: first, strategy, explain: false, filter: None };
+        let req = SearchRequest::new(first).with_strategy(strategy);
         let found: Vec<String> =
             reader.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect();
         assert!(found.contains(&probe.document.id), "round {round}: {found:?}");
@@ -347,7 +347,7 @@ fn a_server_keeps_int8_codes_on_graphs_through_ten_thousand_changes() {
         let probe = writer.store().document(&format!("copy-{}", gone[0])).unwrap().unwrap();
         let first = probe.document.text.split(". ").next().unwrap().to_string();
         let strategy = Strategy { mode: Mode::Dense, k: 10, ..Strategy::default() };
-        let req = SearchRequest { query: first, strategy, explain: false, filter: None };
+        let req = SearchRequest::new(first).with_strategy(strategy);
         let found: Vec<String> =
             reader.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect();
         assert!(found.contains(&probe.document.id), "round {round}: {found:?}");

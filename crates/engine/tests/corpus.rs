@@ -37,12 +37,7 @@ fn engine() -> Engine<SqliteStore> {
 }
 
 fn search(engine: &Engine<SqliteStore>, query: &str, strategy: &str) -> Vec<String> {
-    let req = SearchRequest {
-        query: query.into(),
-        strategy: strategy.parse().unwrap(),
-        explain: false,
-        filter: None,
-    };
+    let req = SearchRequest::new(query).with_strategy(strategy.parse().unwrap());
     engine.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect()
 }
 
@@ -72,12 +67,9 @@ fn every_mode_finds_the_document_in_every_script() {
 #[test]
 fn results_carry_exact_spans_and_filters_select_before_ranking() {
     let engine = engine();
-    let req = SearchRequest {
-        query: "rivers carry water to the sea".into(),
-        strategy: "mode=hybrid,level=chunk,k=5".parse().unwrap(),
-        explain: true,
-        filter: None,
-    };
+    let req = SearchRequest::new("rivers carry water to the sea")
+        .with_strategy("mode=hybrid,level=chunk,k=5".parse().unwrap())
+        .with_explain(true);
     let res = engine.search(&req).unwrap();
     let top = &res.results[0];
     assert_eq!(top.doc_id, "rivers");

@@ -55,12 +55,7 @@ fn search(
     query: &str,
     strategy: &str,
 ) -> Vec<(String, Option<ckeep_engine::Redundancy>)> {
-    let req = SearchRequest {
-        query: query.into(),
-        strategy: strategy.parse().unwrap(),
-        explain: true,
-        filter: None,
-    };
+    let req = SearchRequest::new(query).with_strategy(strategy.parse().unwrap()).with_explain(true);
     let res = engine.search(&req).unwrap();
     assert!(
         res.strategy.contains("diversify=") == strategy.contains("diversify="),

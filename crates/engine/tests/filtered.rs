@@ -55,12 +55,10 @@ fn a_write_is_seen_by_the_next_filtered_search() {
     add(&mut engine, "a", "en");
     add(&mut engine, "b", "de");
     let ids = |engine: &Engine<SqliteStore>| -> Vec<String> {
-        let req = SearchRequest {
-            query: "river".into(),
-            strategy: "mode=bm25".parse().unwrap(),
-            explain: true,
-            filter: Some(MetadataFilter::parse("lang = en").unwrap()),
-        };
+        let req = SearchRequest::new("river")
+            .with_strategy("mode=bm25".parse().unwrap())
+            .with_explain(true)
+            .with_filter(Some(MetadataFilter::parse("lang = en").unwrap()));
         let res = engine.search(&req).unwrap();
         assert_eq!(res.filter.as_ref().unwrap().documents, res.results.len());
         assert_eq!(res.filter.as_ref().unwrap().dense, None, "BM25 has no dense plan");
@@ -115,12 +113,10 @@ fn selective_and_broad_filters_return_the_exact_filtered_top_k() {
         let filter = MetadataFilter::parse(text).unwrap();
         let mut found = 0;
         for q in &queries {
-            let req = SearchRequest {
-                query: q.clone(),
-                strategy: "mode=dense,k=10".parse::<Strategy>().unwrap(),
-                explain: true,
-                filter: Some(filter.clone()),
-            };
+            let req = SearchRequest::new(q.clone())
+                .with_strategy("mode=dense,k=10".parse::<Strategy>().unwrap())
+                .with_explain(true)
+                .with_filter(Some(filter.clone()));
             let res = engine.search(&req).unwrap();
             let how = res.filter.as_ref().expect("explain reports the filter plan");
             assert_eq!(how.dense, Some(plan), "{text}: {how:?}");
@@ -141,12 +137,9 @@ fn selective_and_broad_filters_return_the_exact_filtered_top_k() {
     let deepest = queries
         .iter()
         .filter_map(|q| {
-            let req = SearchRequest {
-                query: q.clone(),
-                strategy: "mode=dense,k=3,diversify=mmr:0".parse::<Strategy>().unwrap(),
-                explain: true,
-                filter: None,
-            };
+            let req = SearchRequest::new(q.clone())
+                .with_strategy("mode=dense,k=3,diversify=mmr:0".parse::<Strategy>().unwrap())
+                .with_explain(true);
             let res = engine.search(&req).unwrap();
             res.results.iter().filter_map(|r| Some(r.explain.as_ref()?.diversity?.first_rank)).max()
         })

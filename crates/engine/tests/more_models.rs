@@ -87,12 +87,7 @@ fn a_further_model_embeds_every_chunk_and_then_fuses() {
         assert_eq!(engine.writer().add_model(further(), &mut |_, _, _| {}).unwrap().documents, 0);
 
         let spec = "models=test-hash-256+test-hash-96,mode=hybrid:linear=0.3+0.3,level=doc,k=4";
-        let req = SearchRequest {
-            query: query.into(),
-            strategy: spec.parse().unwrap(),
-            explain: true,
-            filter: None,
-        };
+        let req = SearchRequest::new(query).with_strategy(spec.parse().unwrap()).with_explain(true);
         let res = engine.search(&req).unwrap();
         assert_eq!(res.results[0].doc_id, "a", "{query}");
         let ex = res.results[0].explain.as_ref().unwrap();
@@ -106,15 +101,17 @@ fn a_further_model_embeds_every_chunk_and_then_fuses() {
         assert!((lists[0].contribution - 0.4).abs() < 1e-5 || lists[0].rank > 1, "{lists:?}");
         // The further model's list alone ranks by its own vectors: weights 0 + 1.
         let alone = SearchRequest {
-            strategy: "models=test-hash-256+test-hash-96,mode=hybrid:linear=0+1,level=doc,k=4"
-                .parse()
-                .unwrap(),
+            strategy: Some(
+                "models=test-hash-256+test-hash-96,mode=hybrid:linear=0+1,level=doc,k=4"
+                    .parse()
+                    .unwrap(),
+            ),
             ..req.clone()
         };
         let dense96 = engine.search(&alone).unwrap();
         let direct = filled(SqliteStore::in_memory().unwrap(), further(), docs, chinese);
         let dense = SearchRequest {
-            strategy: "mode=dense,level=doc,k=4".parse().unwrap(),
+            strategy: Some("mode=dense,level=doc,k=4".parse().unwrap()),
             explain: false,
             ..req.clone()
         };
@@ -124,7 +121,7 @@ fn a_further_model_embeds_every_chunk_and_then_fuses() {
         assert_eq!(got, expected, "the further model's vectors are its own ({query})");
         // Named alone, the further model is searched by its own vectors too.
         let named = SearchRequest {
-            strategy: "model=test-hash-96,mode=dense,level=doc,k=4".parse().unwrap(),
+            strategy: Some("model=test-hash-96,mode=dense,level=doc,k=4".parse().unwrap()),
             explain: false,
             ..req.clone()
         };
@@ -152,24 +149,15 @@ fn documents_added_later_get_the_further_model_too() {
     for name in ["plain|test-hash-96", "contextual:title|test-hash-96"] {
         assert_eq!(engine.store().vectors(name).unwrap().ids.len(), chunks(&engine), "{name}");
     }
-    let req = SearchRequest {
-        query: "Seine river".into(),
-        strategy: "models=test-hash-256+test-hash-96,mode=hybrid,level=doc".parse().unwrap(),
-        explain: false,
-        filter: None,
-    };
+    let req = SearchRequest::new("Seine river")
+        .with_strategy("models=test-hash-256+test-hash-96,mode=hybrid,level=doc".parse().unwrap());
     assert_eq!(engine.search(&req).unwrap().results[0].doc_id, "c");
 }
 
 #[test]
 fn what_the_store_does_not_hold_is_refused() {
     let mut engine = store(&ENGLISH, false);
-    let req = |spec: &str| SearchRequest {
-        query: "tower".into(),
-        strategy: spec.parse().unwrap(),
-        explain: false,
-        filter: None,
-    };
+    let req = |spec: &str| SearchRequest::new("tower").with_strategy(spec.parse().unwrap());
     let e =
         engine.search(&req("models=test-hash-256+test-hash-96,mode=hybrid,level=doc")).unwrap_err();
     assert!(e.to_string().contains("ckeep add --model test-hash-96"), "{e}");

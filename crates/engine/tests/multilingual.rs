@@ -72,7 +72,7 @@ fn hit_at_1(engine: &Engine<SqliteStore>, questions: &[(String, String)], mode: 
         .iter()
         .filter(|(q, doc)| {
             let mut req = SearchRequest::new(q.as_str());
-            req.strategy = strategy.clone();
+            req.strategy = Some(strategy.clone());
             engine.search(&req).unwrap().results.first().is_some_and(|r| r.doc_id == *doc)
         })
         .count();

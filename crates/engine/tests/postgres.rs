@@ -87,12 +87,8 @@ fn answers(engine: &Engine<DynStore>, queries: &[String]) -> Vec<String> {
         for (i, q) in queries.iter().enumerate() {
             let filter = (i % 4 == 0)
                 .then(|| serde_json::from_value(serde_json::json!({"year": 1})).unwrap());
-            let req = SearchRequest {
-                query: q.clone(),
-                strategy: strategy.clone(),
-                explain: false,
-                filter,
-            };
+            let req =
+                SearchRequest::new(q.clone()).with_strategy(strategy.clone()).with_filter(filter);
             for r in engine.search(&req).unwrap().results {
                 out.push(format!(
                     "{spec} q{i} #{} {} {:?} {:08x} {}",
@@ -154,12 +150,7 @@ fn one_server_and_two_shards_answer_exactly_as_sqlite() {
     let (mut found, mut total) = (0, 0);
     for q in &queries {
         let ids = |s: &Strategy| -> Vec<i64> {
-            let req = SearchRequest {
-                query: q.clone(),
-                strategy: s.clone(),
-                explain: false,
-                filter: None,
-            };
+            let req = SearchRequest::new(q.clone()).with_strategy(s.clone());
             single.search(&req).unwrap().results.iter().map(|r| r.chunks[0].chunk_id.0).collect()
         };
         let truth = ids(&exact);

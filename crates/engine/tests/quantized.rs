@@ -35,7 +35,7 @@ fn engine() -> Engine<SqliteStore> {
 
 fn search(engine: &Engine<SqliteStore>, query: &str, spec: &str) -> Vec<(String, f32)> {
     let strategy: Strategy = format!("mode=dense,{spec}").parse().unwrap();
-    let req = SearchRequest { query: query.into(), strategy, explain: false, filter: None };
+    let req = SearchRequest::new(query).with_strategy(strategy);
     let hits = engine.search(&req).unwrap().results;
     hits.into_iter().map(|r| (r.doc_id, r.score)).collect()
 }
@@ -91,12 +91,8 @@ fn quantised_search_sees_writes_filters_and_deletions() {
     // A filter keeps only its documents' chunks, ranked among themselves.
     let filter: MetadataFilter = serde_json::from_str(r#"{"lang": "zh"}"#).unwrap();
     let strategy: Strategy = "mode=dense,k=6".parse().unwrap();
-    let req = SearchRequest {
-        query: "bake bread 面包".into(),
-        strategy,
-        explain: false,
-        filter: Some(filter),
-    };
+    let req =
+        SearchRequest::new("bake bread 面包").with_strategy(strategy).with_filter(Some(filter));
     let found: Vec<String> =
         engine.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect();
     assert_eq!(found, ["面包", "河流"]);

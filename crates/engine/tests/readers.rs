@@ -16,7 +16,7 @@ fn model() -> Arc<dyn Embedder> {
 
 fn dense(query: &str) -> SearchRequest {
     let strategy = Strategy { mode: Mode::Dense, k: 10, ..Strategy::default() };
-    SearchRequest { query: query.into(), strategy, explain: false, filter: None }
+    SearchRequest::new(query).with_strategy(strategy)
 }
 
 fn ids(engine: &Engine<SqliteStore>, req: &SearchRequest) -> Vec<String> {
@@ -83,7 +83,7 @@ fn readers_follow_writes_strictly_or_within_the_refresh_interval() {
     assert!(got.iter().all(|id| !id.is_empty()));
     // BM25 reads the store itself, so it sees the new document at once.
     let bm25 = SearchRequest {
-        strategy: Strategy { mode: Mode::Bm25, ..Strategy::default() },
+        strategy: Some(Strategy { mode: Mode::Bm25, ..Strategy::default() }),
         ..dense("fish river")
     };
     assert_eq!(ids(&own, &bm25), ["fish"]);

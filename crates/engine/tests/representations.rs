@@ -118,19 +118,14 @@ fn contextual_text_is_embedded_and_indexed_but_spans_stay_on_the_chunk() {
     // "peregrine" is only in the title: BM25 finds every chunk through the contextual field,
     // none through the plain one, and results show the chunk's own text.
     let bm25 = |repr: Representation| Strategy { repr: vec![repr], ..Strategy::default() };
-    let req = SearchRequest {
-        query: "peregrine".into(),
-        strategy: bm25(contextual),
-        explain: true,
-        filter: None,
-    };
+    let req = SearchRequest::new("peregrine").with_strategy(bm25(contextual)).with_explain(true);
     let res = engine.search(&req).unwrap();
     assert_eq!(res.results.len(), leaves.len());
     for r in &res.results {
         assert!(!r.text.contains("Peregrine"), "{:?}", r.text);
         assert_eq!(r.text, r.spans[0].slice(text));
     }
-    let plain = SearchRequest { strategy: bm25(Representation::Plain), ..req };
+    let plain = SearchRequest { strategy: Some(bm25(Representation::Plain)), ..req };
     assert!(engine.search(&plain).unwrap().results.is_empty());
 }
 
@@ -155,9 +150,7 @@ fn summary_average_scores_the_mixed_vector() {
         k: 10,
         ..Strategy::default()
     };
-    let res = engine
-        .search(&SearchRequest { query: query.into(), strategy, explain: false, filter: None })
-        .unwrap();
+    let res = engine.search(&SearchRequest::new(query).with_strategy(strategy)).unwrap();
     let (q, _) = model.embed(&[query], InputKind::Query).unwrap();
     let (s, _) = model.embed(&[summary[0].1.as_str()], InputKind::Document).unwrap();
     let s = unit(s[0].clone());
@@ -175,14 +168,7 @@ fn summary_average_scores_the_mixed_vector() {
         repr: vec![Representation::Plain, Representation::Summary],
         ..Strategy::default()
     };
-    let res = engine
-        .search(&SearchRequest {
-            query: query.into(),
-            strategy: fused,
-            explain: false,
-            filter: None,
-        })
-        .unwrap();
+    let res = engine.search(&SearchRequest::new(query).with_strategy(fused)).unwrap();
     assert_eq!(res.results.len(), 2);
     assert_eq!(res.results[0].doc_id, "sb");
 }

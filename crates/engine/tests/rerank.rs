@@ -90,12 +90,7 @@ fn server(
 }
 
 fn request(query: &str, spec: &str) -> SearchRequest {
-    SearchRequest {
-        query: query.into(),
-        strategy: spec.parse::<Strategy>().unwrap(),
-        explain: false,
-        filter: None,
-    }
+    SearchRequest::new(query).with_strategy(spec.parse::<Strategy>().unwrap())
 }
 
 #[test]

@@ -45,7 +45,7 @@ fn top10(engine: &Engine<SqliteStore>, i: usize) -> Vec<String> {
 /// The top-10 documents for document `i`'s text, by an exact scan when `exact`.
 fn search(engine: &Engine<SqliteStore>, i: usize, exact: bool) -> Vec<String> {
     let strategy = Strategy { mode: Mode::Dense, k: 10, exact, ..Strategy::default() };
-    let req = SearchRequest { query: text(i), strategy, explain: false, filter: None };
+    let req = SearchRequest::new(text(i)).with_strategy(strategy);
     engine.search(&req).unwrap().results.into_iter().map(|r| r.doc_id).collect()
 }
 

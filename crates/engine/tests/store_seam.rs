@@ -194,7 +194,7 @@ fn a_store_with_its_own_vector_search_answers_dense_searches() {
     let engine = engine_over(Seam::new(true));
     let search = |query: &str| {
         let strategy = Strategy { mode: Mode::Dense, k: 3, ..Strategy::default() };
-        let req = SearchRequest { query: query.into(), strategy, explain: false, filter: None };
+        let req = SearchRequest::new(query).with_strategy(strategy);
         let hits = engine.search(&req).unwrap().results;
         hits.into_iter().map(|r| r.doc_id).collect::<Vec<_>>()
     };
@@ -216,12 +216,8 @@ fn a_search_reads_the_manifest_once() {
     ] {
         let strategy: Strategy = spec.parse().unwrap();
         for (query, explain) in [("water of rivers", false), ("山上的河流", true)] {
-            let req = SearchRequest {
-                query: query.into(),
-                strategy: strategy.clone(),
-                explain,
-                filter: None,
-            };
+            let req =
+                SearchRequest::new(query).with_strategy(strategy.clone()).with_explain(explain);
             let before = engine.store().manifest_reads.load(Ordering::SeqCst);
             let res = engine.search(&req).unwrap();
             assert!(!res.results.is_empty(), "{spec}: {query}");

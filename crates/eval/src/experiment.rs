@@ -180,12 +180,7 @@ pub fn run(
         let mut contexts: Vec<Vec<String>> = Vec::with_capacity(dataset.queries.len());
         let total = dataset.queries.len() as u64;
         for (i, q) in dataset.queries.iter().enumerate() {
-            let req = SearchRequest {
-                query: q.text.clone(),
-                strategy: strategy.clone(),
-                explain: false,
-                filter: None,
-            };
+            let req = SearchRequest::new(q.text.clone()).with_strategy(strategy.clone());
             let results = match engine.search(&req) {
                 Ok(res) => res.results,
                 // A query with no indexable terms retrieves nothing; it still counts.

@@ -106,16 +106,32 @@ pub struct Limits {
     pub max_in_flight: usize,
 }
 
+impl Limits {
+    /// The limits a server has unless told otherwise (`ckeep serve`'s flags default to them).
+    pub const DEFAULT: Self = Self {
+        max_body_bytes: 32 << 20,
+        max_documents: 1000,
+        max_k: 1000,
+        max_query_bytes: 4096,
+        read_timeout: Duration::from_secs(30),
+        queue_timeout: Duration::from_secs(10),
+        max_in_flight: 64,
+    };
+}
+
 impl Default for Limits {
     fn default() -> Self {
-        Self {
-            max_body_bytes: 32 << 20,
-            max_documents: 1000,
-            max_k: 1000,
-            max_query_bytes: 4096,
-            read_timeout: Duration::from_secs(30),
-            queue_timeout: Duration::from_secs(10),
-            max_in_flight: 64,
+        Self::DEFAULT
+    }
+}
+
+impl Limits {
+    /// What the server's engines accept of a search: its bounds, from remote clients.
+    pub fn search(&self) -> ckeep_engine::SearchLimits {
+        ckeep_engine::SearchLimits {
+            max_k: self.max_k,
+            max_query_bytes: self.max_query_bytes,
+            remote: true,
         }
     }
 }
@@ -227,7 +243,8 @@ impl AppState {
         let mut writer = Engine::new(ckeep_store::open_or_create(location)?)
             .with_background_index()
             .with_refresh_interval(config.refresh_interval)
-            .with_model_cache(config.model_cache);
+            .with_model_cache(config.model_cache)
+            .with_search_limits(config.limits.search());
         if let Some(e) = &embedder {
             writer = writer.with_embedder(Arc::clone(e));
         }

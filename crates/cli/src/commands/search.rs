@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use ckeep_engine::{SearchRequest, StrategyOverrides};
+use ckeep_engine::{MetadataFilter, SearchRequest, SearchResponse, StrategyOverrides};
 
 use crate::flags::{
     MODEL_HELP, parse_agg, parse_diversify, parse_expansion, parse_filter, parse_level, parse_mode,
@@ -73,51 +73,49 @@ pub struct SearchArgs {
     pub model: Option<String>,
 }
 
+impl SearchArgs {
+    /// The strategy's parts given as flags.
+    fn parts(&self) -> anyhow::Result<StrategyOverrides> {
+        let repr = self.repr.as_deref().map(ckeep_engine::parse_representations);
+        Ok(StrategyOverrides {
+            k: self.k.map(|k| k as usize),
+            mode: self.mode,
+            level: self.level,
+            agg: self.agg,
+            expand: self.expand,
+            diversify: self.diversify,
+            repr: repr.transpose().map_err(anyhow::Error::msg)?,
+            summarizer: self.summarizer.clone(),
+            model: self.model.clone(),
+            // The flag only switches exact scans on.
+            exact: self.exact.then_some(true),
+            rerank: self.rerank.clone(),
+            rerank_k: self.rerank_k,
+        })
+    }
+}
+
 pub fn run(
     store: &str,
     args: &SearchArgs,
     no_cache: bool,
     out: &Output,
 ) -> anyhow::Result<ExitCode> {
-    let mut engine = super::open(store)?.with_model_cache(!no_cache);
-    let mut strategy = match &args.strategy {
-        Some(s) => s.clone(),
-        None => engine.searcher()?.default_strategy()?,
-    };
-    let repr = args.repr.as_deref().map(ckeep_engine::parse_representations);
-    StrategyOverrides {
-        k: args.k.map(|k| k as usize),
-        mode: args.mode,
-        level: args.level,
-        agg: args.agg,
-        expand: args.expand,
-        diversify: args.diversify,
-        repr: repr.transpose().map_err(anyhow::Error::msg)?,
-        summarizer: args.summarizer.clone(),
-        model: args.model.clone(),
-        // The flag only switches exact scans on.
-        exact: args.exact.then_some(true),
-    }
-    .apply(&mut strategy);
-    if args.rerank.is_some() {
-        strategy.rerank.clone_from(&args.rerank);
-    }
-    if let Some(k) = args.rerank_k {
-        strategy.rerank_k = k;
-    }
-    // The model is loaded only when the query needs it.
-    if strategy.mode.needs_model() {
-        let spec = engine.searcher()?.model_for(strategy.model.as_deref());
-        if let Some(spec) = spec {
-            engine = engine.with_embedder(super::load_model(&spec, no_cache)?);
-        }
-    }
-    let filter =
-        (!args.filter.is_empty()).then(|| ckeep_engine::MetadataFilter::all(args.filter.clone()));
-    let req = SearchRequest { query: args.query.clone(), strategy, explain: args.explain, filter };
+    let engine = super::open(store)?.with_model_cache(!no_cache);
+    let filter = (!args.filter.is_empty()).then(|| MetadataFilter::all(args.filter.clone()));
+    let mut req = SearchRequest::new(&args.query)
+        .with_parts(args.parts()?)
+        .with_explain(args.explain)
+        .with_filter(filter);
+    req.strategy.clone_from(&args.strategy);
     let res = engine.search(&req)?;
+    render(&res, out)
+}
+
+/// Prints a search's answer: JSON, or a line per result with its snippet and explanation.
+fn render(res: &SearchResponse, out: &Output) -> anyhow::Result<ExitCode> {
     if out.json {
-        out.print_json(&res)?;
+        out.print_json(res)?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(plan) = &res.filter {

@@ -43,26 +43,26 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub readers: Option<u16>,
     /// Largest request body in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 32 << 20)]
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT.max_body_bytes)]
     pub max_body_bytes: usize,
     /// Most documents in one add request.
-    #[arg(long, value_name = "N", default_value_t = 1000)]
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_documents)]
     pub max_documents: usize,
     /// Largest k of a search.
-    #[arg(long, value_name = "K", default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_K as u64))]
+    #[arg(long, value_name = "K", default_value_t = Limits::DEFAULT.max_k, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_K as u64))]
     pub max_k: usize,
     /// Longest query in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 4096, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_QUERY_BYTES as u64))]
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT.max_query_bytes, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_QUERY_BYTES as u64))]
     pub max_query_bytes: usize,
     /// Seconds a read may run before it is answered with 503 timeout.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = Limits::DEFAULT.read_timeout.as_secs_f64())]
     pub timeout: f64,
     /// Seconds a request may wait for a free worker before it is answered with 503 overloaded.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = Limits::DEFAULT.queue_timeout.as_secs_f64())]
     pub queue_timeout: f64,
     /// Most requests handled at once; more are answered 503 overloaded at once (memory stays
     /// below about this many request bodies).
-    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_in_flight, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub max_in_flight: usize,
     /// Embed each query on its own instead of batching concurrent queries into one model call.
     #[arg(long)]

@@ -1,7 +1,5 @@
 //! What `serve` and `mcp` share: logging, and which model a server over a store answers with.
 
-use ckeep_store::StoreRead;
-
 use crate::UsageError;
 
 /// Structured logs on stderr, filtered by `CKEEP_LOG` (`info` when unset; `warn` with `--quiet`).
@@ -19,15 +17,13 @@ pub fn init_logging(format: &str, quiet: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The model a server over `store` answers with: the flag's, else the one the store was built
-/// with (none for a new store).
+/// The model a server over `store` answers with, by the engine's rule
+/// ([`ckeep_engine::Searcher::model_for`]): the flag's, else the one the store was built with
+/// (the flag's, or none, for a new store).
 pub fn model_for(store: &str, flag: Option<&str>) -> anyhow::Result<Option<String>> {
-    Ok(match flag {
-        Some(m) => Some(m.to_string()),
-        None => match ckeep_store::open(store) {
-            Ok(s) => ckeep_engine::stored_model(&s.manifest()?),
-            Err(ckeep_store::Error::NotFound { .. }) => None,
-            Err(e) => return Err(e.into()),
-        },
-    })
+    match ckeep_store::open(store) {
+        Ok(s) => Ok(ckeep_engine::Engine::new(s).searcher()?.model_for(flag)),
+        Err(ckeep_store::Error::NotFound { .. }) => Ok(flag.map(str::to_string)),
+        Err(e) => Err(e.into()),
+    }
 }

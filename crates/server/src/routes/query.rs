@@ -61,45 +61,18 @@ impl RequestFilter {
 }
 
 impl SearchBody {
-    /// The engine's request: the strategy fields laid over `default` (the store's default
-    /// strategy), checked against the server's limits.
-    fn into_request(
-        self,
-        limits: &crate::Limits,
-        default: ckeep_engine::Strategy,
-    ) -> Result<SearchRequest, ApiError> {
+    /// The engine's request; the engine applies the defaults and the server's limits.
+    fn into_request(self) -> Result<SearchRequest, ApiError> {
         if let Some(name) = self.unknown.keys().next() {
             return Err(ApiError::new(
                 ErrorCode::InvalidRequest,
                 format!("unknown field `{name}` in the request body"),
             ));
         }
-        if self.query.trim().is_empty() {
-            return Err(ApiError::invalid("`query` is empty"));
-        }
-        if self.query.len() > limits.max_query_bytes {
-            return Err(ApiError::invalid(format!(
-                "`query` is {} bytes; the limit is {}",
-                self.query.len(),
-                limits.max_query_bytes
-            )));
-        }
-        let strategy = self.strategy.resolve(default)?;
-        if strategy.rerank.is_some() {
-            // A client must not make the server call servers of its choosing.
-            return Err(ApiError::invalid(
-                "`rerank=` is not accepted over HTTP: the server does not call servers a client names",
-            ));
-        }
-        if strategy.k == 0 || strategy.k > limits.max_k {
-            return Err(ApiError::invalid(format!("`k` must be 1 to {}", limits.max_k)));
-        }
-        Ok(SearchRequest {
-            query: self.query,
-            strategy,
-            explain: self.explain,
-            filter: self.filter.map(RequestFilter::into_filter).transpose()?,
-        })
+        let filter = self.filter.map(RequestFilter::into_filter).transpose()?;
+        Ok(SearchRequest::from_fields(self.query, &self.strategy)?
+            .with_explain(self.explain)
+            .with_filter(filter))
     }
 }
 
@@ -138,15 +111,8 @@ pub(crate) async fn run_search(
     state: &AppState,
     body: SearchBody,
 ) -> Result<SearchResponse, ApiError> {
-    let limits = state.config.limits.clone();
-    state
-        .workers
-        .read(move |e| {
-            // The store's default strategy is read on the reader, as the search itself is.
-            let req = body.into_request(&limits, e.searcher()?.default_strategy()?)?;
-            Ok(e.search(&req)?)
-        })
-        .await
+    let req = body.into_request()?;
+    state.workers.read(move |e| Ok(e.search(&req)?)).await
 }
 
 /// `POST /similar`: two texts compared by the mean of their top-k most similar chunk pairs,
