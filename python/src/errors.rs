@@ -3,7 +3,6 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use ckeep_engine::Fault;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -28,14 +27,18 @@ create_exception!(
     "An embedding model could not be found, loaded or run."
 );
 
-/// Maps an error to its exception class by the one rule every front end follows (the typed
-/// error nearest the top of its chain decides).
+/// Maps an error to its exception class by the engine's table, as every front end answers
+/// an error (the typed error nearest the top of its chain decides).
 pub fn to_py(err: &anyhow::Error) -> PyErr {
-    let message = format!("{err:#}");
-    match ckeep_eval::Error::fault(err.as_ref()) {
-        Fault::User => UsageError::new_err(message),
-        Fault::Model { .. } => ModelError::new_err(message),
-        Fault::Runtime => StoreError::new_err(message),
+    let body = ckeep_eval::Error::body(err.as_ref(), format!("{err:#}"));
+    let message = match &body.hint {
+        Some(hint) => format!("{} ({hint})", body.message),
+        None => body.message,
+    };
+    match body.code.rendering().python {
+        "UsageError" => UsageError::new_err(message),
+        "ModelError" => ModelError::new_err(message),
+        _ => StoreError::new_err(message),
     }
 }
 

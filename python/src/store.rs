@@ -476,7 +476,7 @@ impl Store {
 
 /// A stored document, or the caller's mistake naming the id.
 fn stored(engine: &Eng, id: &str) -> anyhow::Result<ckeep_store::StoredDocument> {
-    engine.store().document(id)?.ok_or_else(|| usage(format!("no document `{id}` in the store")))
+    Ok(engine.searcher()?.document(id)?)
 }
 
 /// The response as JSON, each result with its spans also counted in characters, which is what

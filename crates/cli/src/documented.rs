@@ -158,3 +158,24 @@ fn the_strategy_reference_is_the_help_text() {
         );
     }
 }
+
+#[test]
+fn the_error_table_is_the_engines() {
+    use ckeep_engine::{ErrorCode, McpAnswer};
+    let page = std::fs::read_to_string(root().join("docs/reference/cli.md")).unwrap();
+    let section = page.split("\n## Errors\n").nth(1).expect("an Errors section");
+    let section = section.split("\n## ").next().unwrap_or_default();
+    let documented: Vec<&str> = section.lines().filter(|l| l.starts_with("| `")).collect();
+    let expected: Vec<String> = ErrorCode::ALL
+        .iter()
+        .map(|c| {
+            let r = c.rendering();
+            let mcp = match r.mcp {
+                McpAnswer::ToolError => "tool error".to_string(),
+                McpAnswer::Protocol(n) => format!("JSON-RPC {n}"),
+            };
+            format!("| `{c}` | {} | {} | {mcp} | `{}` |", r.exit, r.http, r.python)
+        })
+        .collect();
+    assert_eq!(documented, expected, "docs/reference/cli.md's error table");
+}

@@ -33,11 +33,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            // One rule for every error type (the engine's, with the evaluation's on top); the
-            // server's 4xx against 5xx and Python's exception classes follow it too.
-            let fault = ckeep_eval::Error::fault(err.as_ref());
-            out.error(&err, fault);
-            ExitCode::from(fault.exit_code())
+            // One table for every error type (the engine's, with the evaluation's on top): the
+            // server's statuses, MCP's answers and Python's exception classes follow it too.
+            let body = ckeep_eval::Error::body(err.as_ref(), output::error_message(&err));
+            out.error(&body);
+            ExitCode::from(body.code.exit_code())
         }
     }
 }

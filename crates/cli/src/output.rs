@@ -56,13 +56,13 @@ impl Output {
     }
 
     /// Reports a failure: on stderr, and as `{"error": …}` on stdout with `--json`.
-    pub fn error(&self, err: &anyhow::Error, fault: ckeep_engine::Fault) {
-        let message = error_message(err);
-        eprintln!("ckeep: error: {message}");
+    pub fn error(&self, body: &ckeep_engine::ErrorBody) {
+        eprintln!("ckeep: error: {}", body.message);
+        if let Some(hint) = &body.hint {
+            eprintln!("hint: {hint}");
+        }
         if self.json {
-            let kind = fault.kind();
-            let _ =
-                self.print_json(&serde_json::json!({"error": {"kind": kind, "message": message}}));
+            let _ = self.print_json(&body.to_json());
         }
     }
 
@@ -109,7 +109,7 @@ pub fn snippet(text: &str, max: usize) -> String {
 
 /// An error and its causes in one line, each cause once: many errors already name their cause
 /// in their own message (`path: No such file or directory`), and would show it twice.
-fn error_message(err: &anyhow::Error) -> String {
+pub fn error_message(err: &anyhow::Error) -> String {
     let mut message = err.to_string();
     for cause in err.chain().skip(1) {
         let text = cause.to_string();

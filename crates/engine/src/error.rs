@@ -1,4 +1,6 @@
-//! The engine's one error type and its result.
+//! The engine's one error type and its result; how front ends answer each is in `fault`.
+
+use crate::fault::ErrorCode;
 
 /// Engine failures. Variants say whether the user or the system is at fault.
 #[derive(Debug, thiserror::Error)]
@@ -11,9 +13,7 @@ pub enum Error {
     #[error(transparent)]
     Load(#[from] ckeep_text::Error),
     /// The store was built with another chunker (user error).
-    #[error(
-        "the store was chunked with `{stored}`, not `{requested}`; use another --store, or omit --chunker"
-    )]
+    #[error("the store was chunked with `{stored}`, not `{requested}`")]
     ChunkerMismatch {
         /// In the manifest.
         stored: String,
@@ -21,9 +21,7 @@ pub enum Error {
         requested: String,
     },
     /// The store was indexed with another analyzer (user error).
-    #[error(
-        "the store's lexical index uses analyzer `{stored}`, not `{requested}`; use another --store, or omit --analyzer"
-    )]
+    #[error("the store's lexical index uses analyzer `{stored}`, not `{requested}`")]
     AnalyzerMismatch {
         /// In the manifest.
         stored: String,
@@ -32,9 +30,7 @@ pub enum Error {
     },
     /// The store was indexed with an analyzer this build does not know (a store from another
     /// ckeep version; user error).
-    #[error(
-        "the store's lexical index uses analyzer `{stored}`, which this ckeep does not know; re-create the store"
-    )]
+    #[error("the store's lexical index uses analyzer `{stored}`, which this ckeep does not know")]
     AnalyzerUnknown {
         /// In the manifest.
         stored: String,
@@ -47,13 +43,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// No document of that id is stored (user error).
+    #[error("no document `{0}` in the store")]
+    DocumentNotFound(String),
     /// A request parameter is invalid (user error).
     #[error("{0}")]
     Invalid(String),
     /// The store's vectors come from another model (user error).
-    #[error(
-        "the store's vectors were made with model `{stored}`, not `{requested}`; use --model {stored}, or another --store"
-    )]
+    #[error("the store's vectors were made with model `{stored}`, not `{requested}`")]
     ModelMismatch {
         /// In the manifest.
         stored: String,
@@ -84,36 +81,80 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the caller is at fault (what was asked, or the input given) rather than the
-    /// store, a model server or our code. The one rule behind the CLI's exit code 2 and the
-    /// server's 4xx answers.
-    pub fn is_user_error(&self) -> bool {
+    /// The stable code every front end answers this error with (see [`ErrorCode`]).
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Store(e) => e.is_user_error(),
-            Self::Load(e) => e.is_user_error(),
-            Self::Embed(e) => e.is_user_error(),
-            Self::Llm(e) => e.is_user_error(),
+            Self::Store(e) => Self::store_code(e),
+            Self::Load(e) => Self::load_code(e),
+            Self::Embed(e) => ErrorCode::of_model(e.is_user_error()),
+            Self::Llm(e) => ErrorCode::of_model(e.is_user_error()),
             Self::ChunkerMismatch { .. }
             | Self::AnalyzerMismatch { .. }
             | Self::AnalyzerUnknown { .. }
-            | Self::Strategy { .. }
-            | Self::Invalid(_)
-            | Self::ModelMismatch { .. }
-            | Self::ModelRequired(_) => true,
-            Self::Watch { .. } | Self::Server(_) => false,
+            | Self::ModelMismatch { .. } => ErrorCode::Conflict,
+            Self::DocumentNotFound(_) => ErrorCode::NotFound,
+            Self::Strategy { .. } | Self::Invalid(_) | Self::ModelRequired(_) => {
+                ErrorCode::InvalidParameter
+            }
+            Self::Watch { .. } | Self::Server(_) => ErrorCode::Internal,
         }
     }
 
-    /// Whether the request conflicts with how the store was built (chunker, analyzer, model):
-    /// a user error of its own kind (HTTP 409).
-    pub fn is_conflict(&self) -> bool {
-        matches!(
-            self,
-            Self::ChunkerMismatch { .. }
-                | Self::ModelMismatch { .. }
-                | Self::AnalyzerMismatch { .. }
-                | Self::AnalyzerUnknown { .. }
-        )
+    /// What the caller can do about it, when there is one thing to do.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::ChunkerMismatch { .. } => {
+                Some("use another --store, or leave the chunker out of the strategy".into())
+            }
+            Self::AnalyzerMismatch { .. } => {
+                Some("use another --store, or leave the analyzer out".into())
+            }
+            Self::AnalyzerUnknown { .. } => Some("re-create the store with this ckeep".into()),
+            Self::ModelMismatch { stored, .. } => {
+                Some(format!("use --model {stored}, or another --store"))
+            }
+            Self::DocumentNotFound(_) => Some("search the store to see the ids it holds".into()),
+            Self::Store(_)
+            | Self::Load(_)
+            | Self::Strategy { .. }
+            | Self::Invalid(_)
+            | Self::ModelRequired(_)
+            | Self::Embed(_)
+            | Self::Llm(_)
+            | Self::Server(_)
+            | Self::Watch { .. } => None,
+        }
+    }
+
+    /// A store error's code.
+    pub(crate) fn store_code(e: &ckeep_store::Error) -> ErrorCode {
+        if let ckeep_store::Error::NotFound { .. } = e {
+            ErrorCode::NotFound
+        } else if e.is_user_error() {
+            ErrorCode::InvalidParameter
+        } else {
+            ErrorCode::Internal
+        }
+    }
+
+    /// A loader's error's code: a path that is not there, bad input, or the machine's fault.
+    pub(crate) fn load_code(e: &ckeep_text::Error) -> ErrorCode {
+        if let ckeep_text::Error::Io { source, .. } = e
+            && ckeep_text::is_missing_path(source)
+        {
+            ErrorCode::NotFound
+        } else if e.is_user_error() {
+            ErrorCode::InvalidParameter
+        } else {
+            ErrorCode::Internal
+        }
+    }
+
+    /// Whether the caller is at fault (what was asked, or the input given) rather than the
+    /// store, a model server or our code: by its code, the one rule behind the CLI's exit
+    /// codes, the server's 4xx answers and Python's exception classes.
+    pub fn is_user_error(&self) -> bool {
+        self.code().is_user()
     }
 }
 

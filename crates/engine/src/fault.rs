@@ -1,106 +1,380 @@
-//! Whose fault an error is, decided once for every error type at or below the engine, so the
-//! front ends agree: the caller's (the CLI's exit code 2, Python's `UsageError`), a model's
-//! (Python's `ModelError`), or the store's, the machine's or ours (exit code 1, `StoreError`).
-//! The server answers 4xx against 5xx by the same rule ([`Error::is_user_error`]).
+//! One error model for every front end: each error at or below the engine has a stable
+//! [`ErrorCode`], and each code one row of the table ([`ErrorCode::rendering`]) that says how
+//! every front end answers it — the CLI's exit code, the HTTP status, the MCP answer, the
+//! Python exception class — with one JSON shape ([`ErrorBody`]) everywhere: `{"error": {"code",
+//! "message", "hint"}}` (HTTP adds the request id). The CLI, the server, MCP and Python render
+//! from here; none classifies an error itself.
 
 use std::error::Error as StdError;
 
 use ckeep_text::is_missing_path;
+use serde::Serialize;
 
 use crate::error::Error;
 
-/// Whose fault an error is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// What was asked for or given is wrong: a bad argument, malformed input, a path that is
-    /// not there, a store built otherwise.
-    User,
-    /// An embedding or language model could not be found, loaded or run; `user` when the
-    /// caller named one that is not there or not usable.
-    Model {
-        /// Whether the caller is at fault.
-        user: bool,
-    },
-    /// The store, the machine, a server or our code failed.
-    Runtime,
+/// What went wrong, as clients branch on it: the same code whichever front end answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// A body that is not JSON (HTTP's own).
+    InvalidJson,
+    /// JSON of the wrong shape: an unknown or missing field (HTTP's own).
+    InvalidRequest,
+    /// A value the caller gave is wrong: an option, a strategy, a query, an input file.
+    InvalidParameter,
+    /// The token is missing or wrong (HTTP's own).
+    Unauthorized,
+    /// What was named is not there: a document, a store, a path.
+    NotFound,
+    /// The route does not take that method (HTTP's own).
+    MethodNotAllowed,
+    /// The request conflicts with how the store was built (chunker, analyzer, model).
+    Conflict,
+    /// The body is over the server's limit (HTTP's own).
+    BodyTooLarge,
+    /// The body is not JSON by its content type (HTTP's own).
+    UnsupportedMediaType,
+    /// An embedding or language model the caller named cannot be found or used.
+    ModelUnavailable,
+    /// A model failed while running (or a model server did).
+    ModelFailed,
+    /// Every worker is busy (a server's).
+    Overloaded,
+    /// The request took too long (a server's).
+    Timeout,
+    /// The server is stopping.
+    ShuttingDown,
+    /// The store, the machine or our code failed.
+    Internal,
 }
 
-/// A caller's mistake that a front end finds itself (a bad option value): [`Fault::User`].
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+/// How an MCP server answers an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpAnswer {
+    /// A tool result marked as an error (`isError`), its content the error body: the agent
+    /// reads it and can correct its call.
+    ToolError,
+    /// A JSON-RPC error with this code, the error body as its `data`: the call could not be
+    /// served at all.
+    Protocol(i32),
+}
 
-impl Fault {
+/// How every front end renders one code: a row of the one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rendering {
     /// Whether the caller is at fault.
-    pub fn is_user(self) -> bool {
-        matches!(self, Self::User | Self::Model { user: true })
-    }
+    pub user: bool,
+    /// The CLI's exit code: 2 for the caller's fault, 1 otherwise.
+    pub exit: u8,
+    /// The HTTP status.
+    pub http: u16,
+    /// The MCP answer.
+    pub mcp: McpAnswer,
+    /// The Python exception class (in `ckeep`).
+    pub python: &'static str,
+}
 
-    /// The process exit code for it: 2 for the caller's fault, 1 otherwise.
-    pub fn exit_code(self) -> u8 {
-        if self.is_user() { 2 } else { 1 }
-    }
+/// JSON-RPC's "internal error".
+const JSONRPC_INTERNAL: i32 = -32603;
 
-    /// `"usage"` or `"runtime"`, as `--json` errors name their kind.
-    pub fn kind(self) -> &'static str {
-        if self.is_user() { "usage" } else { "runtime" }
-    }
+impl ErrorCode {
+    /// Every code, in the order `/openapi.json` lists them.
+    pub const ALL: [Self; 15] = [
+        Self::InvalidJson,
+        Self::InvalidRequest,
+        Self::InvalidParameter,
+        Self::Unauthorized,
+        Self::NotFound,
+        Self::MethodNotAllowed,
+        Self::Conflict,
+        Self::BodyTooLarge,
+        Self::UnsupportedMediaType,
+        Self::ModelUnavailable,
+        Self::ModelFailed,
+        Self::Overloaded,
+        Self::Timeout,
+        Self::ShuttingDown,
+        Self::Internal,
+    ];
 
-    /// The fault of one error, when its type is one of ours (or an I/O error).
-    pub fn of_error(e: &(dyn StdError + 'static)) -> Option<Self> {
-        let user = |yes: bool| if yes { Self::User } else { Self::Runtime };
-        if e.downcast_ref::<UsageError>().is_some() {
-            Some(Self::User)
-        } else if let Some(e) = e.downcast_ref::<Error>() {
-            Some(user(e.is_user_error()))
-        } else if let Some(e) = e.downcast_ref::<ckeep_text::Error>() {
-            Some(user(e.is_user_error()))
-        } else if let Some(e) = e.downcast_ref::<ckeep_store::Error>() {
-            Some(user(e.is_user_error()))
-        } else if let Some(e) = e.downcast_ref::<ckeep_embed::Error>() {
-            Some(Self::Model { user: e.is_user_error() })
-        } else if let Some(e) = e.downcast_ref::<ckeep_llm::Error>() {
-            Some(Self::Model { user: e.is_user_error() })
-        } else {
-            e.downcast_ref::<std::io::Error>().map(|e| user(is_missing_path(e)))
+    /// The code as clients see it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidJson => "invalid_json",
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidParameter => "invalid_parameter",
+            Self::Unauthorized => "unauthorized",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::Conflict => "conflict",
+            Self::BodyTooLarge => "body_too_large",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::ModelUnavailable => "model_unavailable",
+            Self::ModelFailed => "model_failed",
+            Self::Overloaded => "overloaded",
+            Self::Timeout => "timeout",
+            Self::ShuttingDown => "shutting_down",
+            Self::Internal => "internal",
         }
     }
 
-    /// The fault of an error and its causes: the typed error nearest the top decides, found
-    /// by [`Fault::of_error`] or, for error types above the engine, by `also`; `Runtime` when
-    /// none is typed.
+    /// The table: how each front end answers this code.
+    pub fn rendering(self) -> Rendering {
+        let user = |http| Rendering {
+            user: true,
+            exit: 2,
+            http,
+            mcp: McpAnswer::ToolError,
+            python: "UsageError",
+        };
+        let runtime = |http| Rendering {
+            user: false,
+            exit: 1,
+            http,
+            mcp: McpAnswer::Protocol(JSONRPC_INTERNAL),
+            python: "StoreError",
+        };
+        match self {
+            Self::InvalidJson => user(400),
+            Self::InvalidRequest | Self::InvalidParameter => user(422),
+            Self::Unauthorized => user(401),
+            Self::NotFound => user(404),
+            Self::MethodNotAllowed => user(405),
+            Self::Conflict => user(409),
+            Self::BodyTooLarge => user(413),
+            Self::UnsupportedMediaType => user(415),
+            Self::ModelUnavailable => Rendering { python: "ModelError", ..user(422) },
+            Self::ModelFailed => Rendering { python: "ModelError", ..runtime(500) },
+            // A busy or stopping server: the call may be made again; the agent should know.
+            Self::Overloaded | Self::Timeout | Self::ShuttingDown => {
+                Rendering { mcp: McpAnswer::ToolError, ..runtime(503) }
+            }
+            Self::Internal => runtime(500),
+        }
+    }
+
+    /// Whether the caller is at fault.
+    pub fn is_user(self) -> bool {
+        self.rendering().user
+    }
+
+    /// The process exit code for it.
+    pub fn exit_code(self) -> u8 {
+        self.rendering().exit
+    }
+
+    /// The code of one error, when its type is one of ours (or an I/O error).
+    pub fn of_error(e: &(dyn StdError + 'static)) -> Option<Self> {
+        let user = |yes: bool| if yes { Self::InvalidParameter } else { Self::Internal };
+        if e.downcast_ref::<UsageError>().is_some() {
+            Some(Self::InvalidParameter)
+        } else if let Some(e) = e.downcast_ref::<Error>() {
+            Some(e.code())
+        } else if let Some(e) = e.downcast_ref::<ckeep_text::Error>() {
+            Some(Error::load_code(e))
+        } else if let Some(e) = e.downcast_ref::<ckeep_store::Error>() {
+            Some(Error::store_code(e))
+        } else if let Some(e) = e.downcast_ref::<ckeep_embed::Error>() {
+            Some(Self::of_model(e.is_user_error()))
+        } else if let Some(e) = e.downcast_ref::<ckeep_llm::Error>() {
+            Some(Self::of_model(e.is_user_error()))
+        } else {
+            e.downcast_ref::<std::io::Error>()
+                .map(|e| if is_missing_path(e) { Self::NotFound } else { user(false) })
+        }
+    }
+
+    /// A model's error: the caller named one that is not there or not usable, or it failed.
+    pub(crate) fn of_model(user: bool) -> Self {
+        if user { Self::ModelUnavailable } else { Self::ModelFailed }
+    }
+
+    /// The code of an error and its causes: the typed error nearest the top decides, found by
+    /// [`ErrorCode::of_error`] or, for error types above the engine, by `also`; `Internal`
+    /// when none is typed.
     pub fn of_chain(
         err: &(dyn StdError + 'static),
         also: impl Fn(&(dyn StdError + 'static)) -> Option<Self>,
     ) -> Self {
         std::iter::successors(Some(err), |&e| e.source())
             .find_map(|e| Self::of_error(e).or_else(|| also(e)))
-            .unwrap_or(Self::Runtime)
+            .unwrap_or(Self::Internal)
     }
 }
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error as every front end shows it, inside `{"error": …}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorBody {
+    /// The stable code.
+    pub code: ErrorCode,
+    /// What is wrong, for people.
+    pub message: String,
+    /// What to do about it, when the engine knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl ErrorBody {
+    /// The body of `err` and its causes: the code as [`ErrorCode::of_chain`] finds it (with
+    /// `also` for error types above the engine), the hint of the engine error in the chain,
+    /// and `message`, which the front end words (the CLI joins the causes).
+    pub fn of(
+        err: &(dyn StdError + 'static),
+        message: String,
+        also: impl Fn(&(dyn StdError + 'static)) -> Option<ErrorCode>,
+    ) -> Self {
+        let hint = std::iter::successors(Some(err), |&e| e.source())
+            .find_map(|e| e.downcast_ref::<Error>().and_then(Error::hint));
+        Self { code: ErrorCode::of_chain(err, also), message, hint }
+    }
+
+    /// `{"error": body}`, the JSON every front end answers with.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({ "error": self })
+    }
+}
+
+/// A caller's mistake that a front end finds itself (a bad option value): `invalid_parameter`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The table, row by row: code, exit code, HTTP status, MCP answer, Python class.
     #[test]
-    fn the_typed_error_nearest_the_top_decides() {
-        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
-        assert_eq!(Fault::of_chain(&missing, |_| None), Fault::User);
-        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
-        assert_eq!(Fault::of_chain(&denied, |_| None), Fault::Runtime);
-        let load = Error::Load(ckeep_text::Error::Empty { origin: "x".into() });
-        assert_eq!(Fault::of_chain(&load, |_| None), Fault::User);
-        let server = Error::Server("down".into());
-        assert_eq!(Fault::of_chain(&server, |_| None), Fault::Runtime);
-        let model = ckeep_embed::Error::NotFound("nope".into());
-        assert_eq!(Fault::of_chain(&model, |_| None), Fault::Model { user: true });
-        let llm = ckeep_llm::Error::NotFound("nope".into());
-        assert_eq!(Fault::of_chain(&llm, |_| None), Fault::Model { user: true });
-        assert_eq!(Fault::of_chain(&UsageError("bad".into()), |_| None).exit_code(), 2);
-        // Unknown to the engine: runtime, unless the caller's extra rule knows it.
+    fn every_code_has_one_row_for_every_front_end() {
+        use McpAnswer::{Protocol, ToolError};
+        use {ErrorCode as C, ErrorCode::*};
+        let rows: [(C, u8, u16, McpAnswer, &str); 15] = [
+            (InvalidJson, 2, 400, ToolError, "UsageError"),
+            (InvalidRequest, 2, 422, ToolError, "UsageError"),
+            (InvalidParameter, 2, 422, ToolError, "UsageError"),
+            (Unauthorized, 2, 401, ToolError, "UsageError"),
+            (NotFound, 2, 404, ToolError, "UsageError"),
+            (MethodNotAllowed, 2, 405, ToolError, "UsageError"),
+            (Conflict, 2, 409, ToolError, "UsageError"),
+            (BodyTooLarge, 2, 413, ToolError, "UsageError"),
+            (UnsupportedMediaType, 2, 415, ToolError, "UsageError"),
+            (ModelUnavailable, 2, 422, ToolError, "ModelError"),
+            (ModelFailed, 1, 500, Protocol(-32603), "ModelError"),
+            (Overloaded, 1, 503, ToolError, "StoreError"),
+            (Timeout, 1, 503, ToolError, "StoreError"),
+            (ShuttingDown, 1, 503, ToolError, "StoreError"),
+            (Internal, 1, 500, Protocol(-32603), "StoreError"),
+        ];
+        assert_eq!(rows.map(|r| r.0), C::ALL);
+        for (code, exit, http, mcp, python) in rows {
+            let r = code.rendering();
+            assert_eq!((r.exit, r.http, r.mcp, r.python), (exit, http, mcp, python), "{code}");
+            assert_eq!(r.user, exit == 2, "{code}");
+        }
+    }
+
+    /// Each engine error variant, and the errors of the crates below it, has its code.
+    #[test]
+    fn every_error_variant_has_its_code() {
+        let io = std::io::Error::from;
+        let both = |stored: &str| (stored.to_string(), "b".to_string());
+        let (stored, requested) = both("a");
+        let cases: Vec<(Box<dyn StdError>, ErrorCode)> = vec![
+            (Box::new(Error::Invalid("k".into())), ErrorCode::InvalidParameter),
+            (
+                Box::new(Error::Strategy { spec: "x".into(), message: "y".into() }),
+                ErrorCode::InvalidParameter,
+            ),
+            (Box::new(Error::ModelRequired("m".into())), ErrorCode::InvalidParameter),
+            (Box::new(Error::DocumentNotFound("d".into())), ErrorCode::NotFound),
+            (
+                Box::new(Error::ChunkerMismatch {
+                    stored: stored.clone(),
+                    requested: requested.clone(),
+                }),
+                ErrorCode::Conflict,
+            ),
+            (
+                Box::new(Error::AnalyzerMismatch {
+                    stored: stored.clone(),
+                    requested: requested.clone(),
+                }),
+                ErrorCode::Conflict,
+            ),
+            (Box::new(Error::AnalyzerUnknown { stored: stored.clone() }), ErrorCode::Conflict),
+            (Box::new(Error::ModelMismatch { stored, requested }), ErrorCode::Conflict),
+            (
+                Box::new(Error::Load(ckeep_text::Error::Empty { origin: "x".into() })),
+                ErrorCode::InvalidParameter,
+            ),
+            (
+                Box::new(Error::Store(ckeep_store::Error::NotFound { path: "s".into() })),
+                ErrorCode::NotFound,
+            ),
+            (
+                Box::new(Error::Store(ckeep_store::Error::Unsupported("u".into()))),
+                ErrorCode::InvalidParameter,
+            ),
+            (
+                Box::new(Error::Embed(ckeep_embed::Error::NotFound("m".into()))),
+                ErrorCode::ModelUnavailable,
+            ),
+            (
+                Box::new(Error::Llm(ckeep_llm::Error::NotFound("m".into()))),
+                ErrorCode::ModelUnavailable,
+            ),
+            (
+                Box::new(Error::Embed(ckeep_embed::Error::Tokenizer("t".into()))),
+                ErrorCode::ModelFailed,
+            ),
+            (Box::new(Error::Server("down".into())), ErrorCode::Internal),
+            (Box::new(Error::Watch { path: "p".into(), message: "m".into() }), ErrorCode::Internal),
+            (Box::new(UsageError("bad".into())), ErrorCode::InvalidParameter),
+            (Box::new(io(std::io::ErrorKind::NotFound)), ErrorCode::NotFound),
+            (Box::new(io(std::io::ErrorKind::PermissionDenied)), ErrorCode::Internal),
+            (Box::new(std::fmt::Error), ErrorCode::Internal),
+        ];
+        for (err, code) in cases {
+            assert_eq!(ErrorCode::of_chain(err.as_ref(), |_| None), code, "{err}");
+            if let Some(e) = err.downcast_ref::<Error>() {
+                assert_eq!(e.is_user_error(), code.is_user(), "{e}");
+            }
+        }
+        // Unknown to the engine: internal, unless the caller's extra rule knows it.
         let other = std::fmt::Error;
-        assert_eq!(Fault::of_chain(&other, |_| None), Fault::Runtime);
-        assert_eq!(Fault::of_chain(&other, |_| Some(Fault::User)), Fault::User);
+        assert_eq!(ErrorCode::of_chain(&other, |_| Some(ErrorCode::NotFound)), ErrorCode::NotFound);
+    }
+
+    #[test]
+    fn the_body_carries_the_hint_of_the_engine_error_in_the_chain() {
+        /// An error of a front end's, caused by an engine error.
+        #[derive(Debug)]
+        struct Searching(Error);
+        impl std::fmt::Display for Searching {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "searching: {}", self.0)
+            }
+        }
+        impl StdError for Searching {
+            fn source(&self) -> Option<&(dyn StdError + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let err = Searching(Error::ChunkerMismatch {
+            stored: "sentences".into(),
+            requested: "words:50".into(),
+        });
+        let body = ErrorBody::of(&err, err.to_string(), |_| None);
+        assert_eq!(body.code, ErrorCode::Conflict);
+        assert!(body.hint.as_deref().is_some_and(|h| h.contains("--store")), "{body:?}");
+        let json = body.to_json();
+        assert_eq!(json["error"]["code"], "conflict");
+        assert!(json["error"]["message"].as_str().unwrap().contains("`sentences`"));
     }
 }

@@ -68,7 +68,7 @@ pub use diversify::{Diversify, Redundancy, SimilarityOf};
 pub use engine::Engine;
 pub use error::{Error, Result};
 pub use expand::Expansion;
-pub use fault::{Fault, UsageError};
+pub use fault::{ErrorBody, ErrorCode, McpAnswer, Rendering, UsageError};
 pub use filtered::{FilterPlan, FilteredBy};
 pub use ingest::{Ingest, IngestReport};
 pub use lexical::{LexicalParams, PLAIN_FIELD, Thousandths};

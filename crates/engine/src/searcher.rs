@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use ckeep_embed::Embedder;
-use ckeep_store::{Manifest, ReadSnapshot, StoreRead};
+use ckeep_store::{Manifest, ReadSnapshot, StoreRead, StoredDocument};
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -42,6 +42,11 @@ impl<'e, S: StoreRead> Searcher<'e, S> {
     /// The store, read in this snapshot.
     pub fn store(&self) -> &'e S {
         &self.engine.store
+    }
+
+    /// The stored document `id`; the caller's mistake (`not_found`) when there is none.
+    pub fn document(&self, id: &str) -> Result<StoredDocument> {
+        self.store().document(id)?.ok_or_else(|| Error::DocumentNotFound(id.to_string()))
     }
 
     /// The manifest the search reads.

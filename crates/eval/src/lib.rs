@@ -31,7 +31,7 @@ pub mod synth;
 mod trec;
 pub mod tune;
 
-use ckeep_engine::Fault;
+use ckeep_engine::{ErrorBody, ErrorCode};
 pub use metrics::{Evaluation, Families, Metric, evaluate, evaluate_in};
 
 /// The metrics `ckeep eval` reports unless told otherwise.
@@ -81,25 +81,31 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the input is at fault (every variant but [`Error::Io`], unless it says the
-    /// path is not there), by the rule the other crates' errors follow.
-    pub fn is_user_error(&self) -> bool {
+    /// The stable code every front end answers it with (see [`ErrorCode`]): the engine's for
+    /// its errors, a model's for a language model's, and the caller's input for the rest, but
+    /// for an I/O failure that is not a missing path or a model that answers nothing usable.
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Io { source, .. } => ckeep_text::is_missing_path(source),
-            Self::Malformed { .. } | Self::Invalid(_) | Self::Metric(_) => true,
-            Self::Generation(e) => e.is_user_error(),
-            Self::UnusableModel(_) => false,
-            Self::Engine(e) => e.is_user_error(),
+            Self::Io { source, .. } if ckeep_text::is_missing_path(source) => ErrorCode::NotFound,
+            Self::Io { .. } | Self::UnusableModel(_) => ErrorCode::Internal,
+            Self::Malformed { .. } | Self::Invalid(_) | Self::Metric(_) => {
+                ErrorCode::InvalidParameter
+            }
+            Self::Generation(e) if e.is_user_error() => ErrorCode::ModelUnavailable,
+            Self::Generation(_) => ErrorCode::ModelFailed,
+            Self::Engine(e) => e.code(),
         }
     }
 
-    /// Whose fault an error chain is: the engine's rule ([`Fault::of_chain`]) for every error
-    /// type at or below it, and this crate's errors by [`Error::is_user_error`]. The one
-    /// classifier of the CLI and the Python package.
-    pub fn fault(err: &(dyn std::error::Error + 'static)) -> Fault {
-        Fault::of_chain(err, |e| {
-            e.downcast_ref::<Self>()
-                .map(|e| if e.is_user_error() { Fault::User } else { Fault::Runtime })
-        })
+    /// Whether the input is at fault, by its code.
+    pub fn is_user_error(&self) -> bool {
+        self.code().is_user()
+    }
+
+    /// How every front end answers an error chain: the engine's rule
+    /// ([`ErrorBody::of`]) for every error type at or below it, and this crate's errors by
+    /// [`Error::code`]. The one classifier of the CLI and the Python package.
+    pub fn body(err: &(dyn std::error::Error + 'static), message: String) -> ErrorBody {
+        ErrorBody::of(err, message, |e| e.downcast_ref::<Self>().map(Self::code))
     }
 }

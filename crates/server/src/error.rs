@@ -3,9 +3,11 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use ckeep_engine::ErrorBody;
 use serde::Serialize;
 
-/// An error answer.
+/// An error answer: the engine's error body ([`ckeep_engine::ErrorBody`]) and the status its
+/// code is answered with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     /// The HTTP status.
@@ -14,112 +16,27 @@ pub struct ApiError {
     pub code: ErrorCode,
     /// What is wrong, for people.
     pub message: String,
+    /// What to do about it, when the engine knows.
+    pub hint: Option<String>,
 }
 
-/// Every code the server answers with: the API's error contract (also in `/openapi.json`). A
-/// type, so a misspelt code does not compile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    /// The body is not JSON (400).
-    InvalidJson,
-    /// The JSON has the wrong shape (422).
-    InvalidRequest,
-    /// A field or parameter has a bad value (422).
-    InvalidParameter,
-    /// The token is missing or wrong (401).
-    Unauthorized,
-    /// No such route or document (404).
-    NotFound,
-    /// The route does not take that method (405).
-    MethodNotAllowed,
-    /// The request conflicts with how the store was built (409).
-    Conflict,
-    /// The body is over the server's limit (413).
-    BodyTooLarge,
-    /// The body is not JSON by its content type (415).
-    UnsupportedMediaType,
-    /// Every worker is busy (503).
-    Overloaded,
-    /// The request took too long (503).
-    Timeout,
-    /// The server is stopping (503).
-    ShuttingDown,
-    /// Our failure or the machine's (500).
-    Internal,
-}
+/// Every code the server answers with: the engine's, which every front end shares.
+pub use ckeep_engine::ErrorCode;
 
-impl ErrorCode {
-    /// Every code, in the order `/openapi.json` lists them.
-    pub const ALL: [Self; 13] = [
-        Self::InvalidJson,
-        Self::InvalidRequest,
-        Self::InvalidParameter,
-        Self::Unauthorized,
-        Self::NotFound,
-        Self::MethodNotAllowed,
-        Self::Conflict,
-        Self::BodyTooLarge,
-        Self::UnsupportedMediaType,
-        Self::Overloaded,
-        Self::Timeout,
-        Self::ShuttingDown,
-        Self::Internal,
-    ];
-
-    /// The code as clients see it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::InvalidJson => "invalid_json",
-            Self::InvalidRequest => "invalid_request",
-            Self::InvalidParameter => "invalid_parameter",
-            Self::Unauthorized => "unauthorized",
-            Self::NotFound => "not_found",
-            Self::MethodNotAllowed => "method_not_allowed",
-            Self::Conflict => "conflict",
-            Self::BodyTooLarge => "body_too_large",
-            Self::UnsupportedMediaType => "unsupported_media_type",
-            Self::Overloaded => "overloaded",
-            Self::Timeout => "timeout",
-            Self::ShuttingDown => "shutting_down",
-            Self::Internal => "internal",
-        }
-    }
-
-    /// The HTTP status it is answered with.
-    pub fn status(self) -> StatusCode {
-        match self {
-            Self::InvalidJson => StatusCode::BAD_REQUEST,
-            Self::InvalidRequest | Self::InvalidParameter => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::NotFound => StatusCode::NOT_FOUND,
-            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Conflict => StatusCode::CONFLICT,
-            Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::Overloaded | Self::Timeout | Self::ShuttingDown => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-}
-
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for ErrorCode {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
+/// The HTTP status of `code`, from the engine's table.
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    StatusCode::from_u16(code.rendering().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 impl ApiError {
     /// An error with `code`, answered with its status.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { status: code.status(), code, message: message.into() }
+        Self { status: status_of(code), code, message: message.into(), hint: None }
+    }
+
+    /// The error body clients get, as every front end gives it.
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody { code: self.code, message: self.message.clone(), hint: self.hint.clone() }
     }
 
     /// A request field or parameter with a bad value (422).
@@ -140,10 +57,11 @@ struct Body<'a> {
     error: Inner<'a>,
 }
 
+/// The engine's error body with the request id beside it.
 #[derive(Serialize)]
 struct Inner<'a> {
-    code: &'a str,
-    message: &'a str,
+    #[serde(flatten)]
+    body: ErrorBody,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_id: Option<&'a str>,
 }
@@ -152,42 +70,31 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let request_id = crate::request_id::current();
         let id = request_id.as_deref().unwrap_or("-");
-        let generic;
-        let message = if self.status.is_server_error() && self.code == ErrorCode::Internal {
+        let mut body = self.body();
+        if self.status == StatusCode::INTERNAL_SERVER_ERROR {
             tracing::error!(request_id = %id, detail = %self.message, "internal error");
-            generic =
+            body.message =
                 format!("internal error; the server log has the details under request id {id}");
-            &generic
-        } else {
-            &self.message
-        };
-        let error = Inner { code: self.code.as_str(), message, request_id: request_id.as_deref() };
+        }
+        let error = Inner { body, request_id: request_id.as_deref() };
         (self.status, axum::Json(Body { error })).into_response()
     }
 }
 
 impl From<ckeep_engine::Error> for ApiError {
-    /// Through [`ckeep_engine::Error::is_user_error`], the rule the CLI's exit codes follow too.
+    /// By the error's code, as every front end answers it.
     fn from(err: ckeep_engine::Error) -> Self {
-        if err.is_conflict() {
-            Self::new(ErrorCode::Conflict, err.to_string())
-        } else if err.is_user_error() {
-            Self::invalid(err.to_string())
-        } else {
-            Self::internal(err.to_string())
-        }
+        Self { hint: err.hint(), ..Self::new(err.code(), err.to_string()) }
     }
 }
 
 impl From<ckeep_eval::Error> for ApiError {
-    /// The engine's errors inside keep their class; the rest by the evaluation's own rule.
+    /// The engine's errors inside keep their code; the rest by the evaluation's own rule.
     fn from(err: ckeep_eval::Error) -> Self {
         if let ckeep_eval::Error::Engine(e) = err {
             Self::from(e)
-        } else if err.is_user_error() {
-            Self::invalid(err.to_string())
         } else {
-            Self::internal(err.to_string())
+            Self::new(err.code(), err.to_string())
         }
     }
 }
@@ -228,8 +135,9 @@ mod tests {
         let mismatch =
             ckeep_engine::Error::ChunkerMismatch { stored: "a".into(), requested: "b".into() };
         assert_eq!(ApiError::from(mismatch).status, StatusCode::CONFLICT);
+        // What is not there is the caller's mistake of its own kind, as a missing document is.
         let missing = ckeep_store::Error::NotFound { path: "/x".into() };
-        assert_eq!(ApiError::from(missing).status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(ApiError::from(missing).status, StatusCode::NOT_FOUND);
         let io = ckeep_store::Error::Io {
             path: "/x".into(),
             source: std::io::Error::other("disk full"),

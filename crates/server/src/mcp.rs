@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ckeep_core::Span;
-use ckeep_engine::StrategyFields;
+use ckeep_engine::{McpAnswer, StrategyFields};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{CallToolResult, ErrorData, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -130,13 +130,20 @@ pub struct McpServer {
     tool_router: ToolRouter<Self>,
 }
 
-/// A tool's JSON answer, or its error as the agent should read it.
-fn answer(result: Result<serde_json::Value, ApiError>) -> CallToolResult {
-    match result {
-        Ok(value) => CallToolResult::structured(value),
-        Err(e) => CallToolResult::structured_error(serde_json::json!({
-            "error": {"code": e.code, "message": e.message}
-        })),
+/// A tool's JSON answer, or its error as the engine's table says MCP answers it: a tool error
+/// the agent reads and can correct its call by, or a JSON-RPC error; either carries the error
+/// body every front end gives.
+fn answer(result: Result<serde_json::Value, ApiError>) -> Result<CallToolResult, ErrorData> {
+    let e = match result {
+        Ok(value) => return Ok(CallToolResult::structured(value)),
+        Err(e) => e,
+    };
+    let body = e.body().to_json();
+    match e.code.rendering().mcp {
+        McpAnswer::ToolError => Ok(CallToolResult::structured_error(body)),
+        McpAnswer::Protocol(code) => {
+            Err(ErrorData::new(rmcp::model::ErrorCode(code), e.message, Some(body)))
+        }
     }
 }
 
@@ -163,7 +170,10 @@ impl McpServer {
         Use `show` with a result's doc_id and spans to read more.",
         annotations(read_only_hint = true)
     )]
-    async fn search(&self, Parameters(p): Parameters<SearchParams>) -> CallToolResult {
+    async fn search(
+        &self,
+        Parameters(p): Parameters<SearchParams>,
+    ) -> Result<CallToolResult, ErrorData> {
         let body = SearchBody {
             query: p.query,
             strategy: StrategyFields {
@@ -189,7 +199,10 @@ impl McpServer {
         and heading paths.",
         annotations(read_only_hint = true)
     )]
-    async fn show(&self, Parameters(p): Parameters<ShowParams>) -> CallToolResult {
+    async fn show(
+        &self,
+        Parameters(p): Parameters<ShowParams>,
+    ) -> Result<CallToolResult, ErrorData> {
         let spans = p.spans.map(|spans| {
             spans
                 .into_iter()
@@ -216,7 +229,10 @@ impl McpServer {
         Needs the store's embedding model.",
         annotations(read_only_hint = true)
     )]
-    async fn similar(&self, Parameters(p): Parameters<SimilarParams>) -> CallToolResult {
+    async fn similar(
+        &self,
+        Parameters(p): Parameters<SimilarParams>,
+    ) -> Result<CallToolResult, ErrorData> {
         let body = SimilarBody { a: p.a, b: p.b, explain: p.explain, ..SimilarBody::default() };
         answer(query::run_similar(&self.state, body).await)
     }
@@ -228,7 +244,7 @@ impl McpServer {
         or folder on this machine. Returns the ids added and the chunks made.",
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true)
     )]
-    async fn add(&self, Parameters(p): Parameters<AddParams>) -> CallToolResult {
+    async fn add(&self, Parameters(p): Parameters<AddParams>) -> Result<CallToolResult, ErrorData> {
         answer(self.add_documents(p).await)
     }
 }
@@ -279,7 +295,7 @@ async fn load_path(path: String) -> Result<Vec<ckeep_core::Document>, ApiError> 
         let loader = ckeep_text::Loader::new(ckeep_text::LoadOptions::default());
         let sources = loader
             .sources(&[PathBuf::from(&path)])
-            .map_err(|e| ApiError::invalid(e.to_string()))?;
+            .map_err(|e| ApiError::from(ckeep_engine::Error::Load(e)))?;
         if sources.is_empty() {
             return Err(ApiError::invalid(format!(
                 "no loadable files under {path} (known extensions: {})",
@@ -289,7 +305,8 @@ async fn load_path(path: String) -> Result<Vec<ckeep_core::Document>, ApiError> 
         let mut docs = Vec::new();
         for source in &sources {
             // The loader's errors name the file already.
-            let loaded = loader.load(source).map_err(|e| ApiError::invalid(e.to_string()))?;
+            let loaded =
+                loader.load(source).map_err(|e| ApiError::from(ckeep_engine::Error::Load(e)))?;
             docs.extend(loaded.documents);
         }
         Ok(docs)

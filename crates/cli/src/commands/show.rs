@@ -3,7 +3,6 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use anyhow::anyhow;
 use ckeep_core::{Location, SourceMap};
 use ckeep_store::StoreRead;
 use serde::Serialize;
@@ -32,10 +31,9 @@ pub struct ShowArgs {
 
 pub fn run(store: &str, args: &ShowArgs, out: &Output) -> anyhow::Result<ExitCode> {
     let engine = super::open(store)?;
-    let store = engine.store();
-    let doc = store
-        .document(&args.doc_id)?
-        .ok_or_else(|| anyhow!("no document `{}` in the store", args.doc_id))?;
+    let searcher = engine.searcher()?;
+    let store = searcher.store();
+    let doc = searcher.document(&args.doc_id)?;
     let text = &doc.document.text;
     let chunks = if args.chunks { store.chunks_of(&args.doc_id)? } else { Vec::new() };
     let map = SourceMap::of(&doc.document.metadata);

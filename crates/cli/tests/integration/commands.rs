@@ -125,7 +125,7 @@ fn exit_codes_and_json_errors() {
     assert!(err.contains("no store at"), "{err}");
     let out = run(&store, &["--json", "show", "x"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["error"]["kind"], "usage");
+    assert_eq!(v["error"]["code"], "not_found");
     let f = dir.path().join("a.txt");
     std::fs::write(&f, "text").unwrap();
     ok(&store, &["add", f.to_str().unwrap(), "--chunker", "sentences"]);

@@ -7,6 +7,7 @@ mod commands;
 mod docs_facts;
 mod documents;
 mod durability;
+mod errors;
 mod eval;
 mod expansion;
 mod models;

@@ -7,7 +7,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use ckeep_core::{Document, Span};
-use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite};
+use ckeep_store::{StoreRead, StoreWrite};
 use ckeep_text::ChunkerSpec;
 use serde::{Deserialize, Serialize};
 
@@ -225,13 +225,10 @@ pub(crate) async fn read_document(
     let (doc, chunks) = state
         .workers
         .read(move |e| {
-            let store = e.store();
             // One snapshot, so the chunks belong to the text returned.
-            let _snapshot = ReadSnapshot::begin(store)?;
-            let doc = store.document(&id)?.ok_or_else(|| {
-                ApiError::new(ErrorCode::NotFound, format!("no document `{id}` in the store"))
-            })?;
-            let chunks = if with_chunks { Some(store.chunks_of(&id)?) } else { None };
+            let searcher = e.searcher()?;
+            let doc = searcher.document(&id)?;
+            let chunks = if with_chunks { Some(searcher.store().chunks_of(&id)?) } else { None };
             Ok((doc, chunks))
         })
         .await?;
@@ -342,10 +339,10 @@ pub(crate) async fn delete(
     id: Result<Path<String>, PathRejection>,
 ) -> Result<StatusCode, ApiError> {
     let id = doc_id(id)?;
-    let missing = format!("no document `{id}` in the store");
+    let missing = ckeep_engine::Error::DocumentNotFound(id.clone());
     let removed = state.workers.write(move |e| Ok(e.store_mut().remove(&[id])?)).await?;
     if removed == 0 {
-        return Err(ApiError::new(ErrorCode::NotFound, missing));
+        return Err(missing.into());
     }
     state.wrote();
     Ok(StatusCode::NO_CONTENT)
