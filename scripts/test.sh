@@ -73,8 +73,8 @@ if run rust; then
 fi
 # The PostgreSQL tests alone: still --workspace, so the features (and the build) are the same.
 if [ "$tier" = postgres ]; then
-  phase "  PostgreSQL: store contract, engine" \
-    cargo test --workspace --test pg_contract --test postgres -- --include-ignored
+  phase "  PostgreSQL: store contract" cargo test --workspace --test pg_contract -- --include-ignored
+  phase "  PostgreSQL: engine" cargo test --workspace --test engine -- --include-ignored postgres::
   phase "  PostgreSQL: CLI" cargo test --workspace --test integration -- --include-ignored postgres::
 fi
 # The Python package, on a module built from the same artifacts.

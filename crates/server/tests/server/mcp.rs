@@ -2,13 +2,11 @@
 //! tier: the deterministic test embedder and the in-repo corpus). `tests/mcp` drives the real
 //! binary with the reference Python client.
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::common::{TestServer, corpus, test_model};
 use ckeep_server::ServerConfig;
 use ckeep_server::mcp::{McpOptions, McpServer};
-use common::{TestServer, corpus, test_model};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};

@@ -3,8 +3,6 @@
 //! JSON error with a code and a 4xx status, or a success; never a 5xx, never a crash, and the
 //! store stays consistent afterwards.
 
-mod common;
-
 use std::sync::OnceLock;
 
 use axum::body::Body;
@@ -14,7 +12,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use serde_json::{Value, json};
 
-use common::{TestServer, corpus, test_model};
+use crate::common::{TestServer, corpus, test_model};
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();

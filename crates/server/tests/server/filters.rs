@@ -1,12 +1,10 @@
 //! Metadata filters over HTTP: the JSON form with operators and logic, the compact form the
 //! playground sends, the same documents either way, and a bad operator named in a 422.
 
-mod common;
-
 use ckeep_server::ServerConfig;
 use serde_json::{Value, json};
 
-use common::{TestServer, assert_error, corpus, test_model};
+use crate::common::{TestServer, assert_error, corpus, test_model};
 
 async fn ids(server: &TestServer, filter: Value) -> Vec<String> {
     let (status, found) = server

@@ -227,7 +227,7 @@ fn a_process_killed_while_saving_segments_leaves_a_store_that_answers_as_before(
     // the save's transaction, and each must leave a store as sound.
     for (dir, kill_at) in [(&float, 4), (&float, 5), (&float, 6), (&int8, 4), (&int8, 6)] {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "killed_while_saving", "--nocapture", "--test-threads=1"])
+            .args(["--exact", "segments::killed_while_saving", "--nocapture", "--test-threads=1"])
             .env(CHILD, dir.path())
             .stdout(Stdio::piped())
             .spawn()

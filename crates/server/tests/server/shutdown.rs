@@ -2,8 +2,6 @@
 //! current instead of building it (seconds to minutes at scale). Fast tier: the deterministic
 //! test embedder, documents written here.
 
-mod common;
-
 use std::time::Duration;
 
 use ckeep_engine::{ANN_MIN_VECTORS, Engine};
@@ -11,13 +9,13 @@ use ckeep_server::ServerConfig;
 use ckeep_store::SqliteStore;
 use serde_json::json;
 
-use common::TestServer;
+use crate::common::TestServer;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stopping_server_saves_the_graph_its_writes_need() {
     // The indexer's interval is far off: only the shutdown can bring the graph up to date.
     let config = ServerConfig { index_interval: Duration::from_hours(1), ..Default::default() };
-    let server = TestServer::with_model(config, common::test_model());
+    let server = TestServer::with_model(config, crate::common::test_model());
     let batch = 1000;
     for first in (0..ANN_MIN_VECTORS + 500).step_by(batch) {
         let documents: Vec<_> = (first..first + batch)
@@ -27,7 +25,8 @@ async fn a_stopping_server_saves_the_graph_its_writes_need() {
         assert_eq!(status, 200, "{added}");
     }
     let fresh = || {
-        Engine::new(SqliteStore::open(&server.store()).unwrap()).with_embedder(common::test_model())
+        Engine::new(SqliteStore::open(&server.store()).unwrap())
+            .with_embedder(crate::common::test_model())
     };
     assert_eq!(fresh().vectors().build().unwrap().len(), 1, "no current graph while serving");
 

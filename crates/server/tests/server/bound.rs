@@ -2,8 +2,6 @@
 //! wire, concurrent readers beside a writer, and a shutdown that lets an in-flight write commit.
 #![allow(clippy::many_single_char_names)] // short names for the clients of one test
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,7 +9,7 @@ use ckeep_server::{AppState, Limits, ServerConfig};
 use ckeep_store::{SqliteStore, StoreRead};
 use serde_json::json;
 
-use common::{Gated, minilm, scifact};
+use crate::common::{Gated, minilm, scifact};
 
 struct Running {
     base: String,

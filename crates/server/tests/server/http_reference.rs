@@ -1,9 +1,7 @@
 //! The book's HTTP API reference (`docs/reference/http.md`) is rendered from the `OpenAPI` document
 //! the server serves, so the two cannot drift: this test renders the page and fails when the
-//! committed one differs. `CKEEP_BLESS=1 cargo test -p ckeep-server --test http_reference`
+//! committed one differs. `CKEEP_BLESS=1 cargo test -p ckeep-server --test server http_reference`
 //! rewrites it after a change to `openapi.json`.
-
-mod common;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -159,8 +157,8 @@ fn operation(out: &mut String, path: &str, method: &str, op: &Value, shared: &[V
 fn render(api: &Value) -> String {
     let mut out = String::from(
         "# HTTP API\n\n\
-         <!-- Rendered from crates/server/src/openapi.json by crates/server/tests/http_reference.rs; \
-         edit the JSON, then run `CKEEP_BLESS=1 cargo test -p ckeep-server --test http_reference`. -->\n\n",
+         <!-- Rendered from crates/server/src/openapi.json by crates/server/tests/server/http_reference.rs; \
+         edit the JSON, then run `CKEEP_BLESS=1 cargo test -p ckeep-server --test server http_reference`. -->\n\n",
     );
     let _ = writeln!(
         out,
@@ -226,7 +224,7 @@ fn the_http_reference_is_the_openapi_document() {
     assert!(
         committed == rendered,
         "docs/reference/http.md is not what openapi.json renders to; run \
-         `CKEEP_BLESS=1 cargo test -p ckeep-server --test http_reference` and commit the page"
+         `CKEEP_BLESS=1 cargo test -p ckeep-server --test server http_reference` and commit the page"
     );
 }
 
@@ -264,10 +262,12 @@ fn undocumented<'a>(value: &'a Value, schema: &Value) -> Vec<&'a str> {
 async fn real_answers_use_only_documented_fields() {
     let api: Value = serde_json::from_str(ckeep_server::OPENAPI).unwrap();
     let schemas = &api["components"]["schemas"];
-    let server =
-        common::TestServer::with_model(ckeep_server::ServerConfig::default(), common::test_model());
+    let server = crate::common::TestServer::with_model(
+        ckeep_server::ServerConfig::default(),
+        crate::common::test_model(),
+    );
     let (status, report) =
-        server.post("/documents", &serde_json::json!({"documents": common::corpus()})).await;
+        server.post("/documents", &serde_json::json!({"documents": crate::common::corpus()})).await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(undocumented(&report, &schemas["IngestReport"]), Vec::<&str>::new());
     let response = &schemas["SearchResponse"];

@@ -2,12 +2,10 @@
 //! recommend` runs, `GET /evaluate/{id}` follows it to its recommendation, and
 //! `POST /evaluate/{id}/apply` makes the winner the default every search then uses.
 
-mod common;
-
 use ckeep_server::ServerConfig;
 use serde_json::{Value, json};
 
-use common::{TestServer, assert_error, corpus, scifact, test_model};
+use crate::common::{TestServer, assert_error, corpus, scifact, test_model};
 
 /// Follows evaluation `id` until it is no longer running. The bound only turns a hung
 /// evaluation into a failure; a slow machine waits as long as it needs below it.

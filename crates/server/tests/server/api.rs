@@ -3,14 +3,12 @@
 //! every error code a caller can cause.
 #![allow(clippy::too_many_lines)] // each test walks one endpoint family from end to end
 
-mod common;
-
 use axum::body::Body;
 use axum::http::Request;
 use ckeep_server::{Limits, ServerConfig};
 use serde_json::{Value, json};
 
-use common::{Gated, TestServer, assert_error, minilm, scifact};
+use crate::common::{Gated, TestServer, assert_error, minilm, scifact};
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "real tier (scripts/test.sh): installed models and ../shared/data"]

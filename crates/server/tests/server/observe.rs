@@ -2,8 +2,6 @@
 //! error bodies that carry them, and Prometheus metrics read by scraping `/metrics`.
 //! Fast tier: the deterministic test embedder and a few documents written here.
 
-mod common;
-
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -13,10 +11,10 @@ use http_body_util::BodyExt;
 use serde_json::json;
 use tower::ServiceExt;
 
-use common::TestServer;
+use crate::common::TestServer;
 
 fn server() -> TestServer {
-    TestServer::with_model(ServerConfig::default(), common::test_model())
+    TestServer::with_model(ServerConfig::default(), crate::common::test_model())
 }
 
 /// Status, the `x-request-id` header and the body as text.

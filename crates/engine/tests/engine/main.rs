@@ -1,0 +1,17 @@
+//! The engine's integration tests, as one test binary (each module one concern; the real
+//! tier's tests are `#[ignore = "real tier …"]` here and run by `scripts/test.sh`).
+
+mod ann;
+mod corpus;
+mod diversify;
+mod filtered;
+mod more_models;
+mod multilingual;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod quantized;
+mod readers;
+mod representations;
+mod rerank;
+mod segments;
+mod store_seam;
