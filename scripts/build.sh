@@ -8,6 +8,8 @@
 # scripts/test.sh) then finds everything fresh. A second call is a no-op.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Inside scripts/test.sh, after its build: nothing to ask cargo (whose lock a test lane may hold).
+[ -z "${CKEEP_BUILT:-}" ] || exit 0
 # As maturin builds it: an extension module, whose Python symbols the interpreter provides.
 export PYO3_BUILD_EXTENSION_MODULE=1
 cargo build --quiet --workspace --lib --bins --tests --examples "$@"

@@ -28,3 +28,26 @@ print_phases() {
     printf '%-34s %6d s\n' "total" $(($(date +%s) - made))
   fi
 }
+
+# `lanes FUNCTION…` runs each function in a lane of its own, all at once, each lane's output
+# kept in target/lane-FUNCTION.log and printed whole when the lane ends; fails (after all have
+# ended) when one did.
+lanes() {
+  local pids=() names=() status=0 i
+  mkdir -p target
+  for name in "$@"; do
+    ( set -e; "$name" ) > "target/lane-$name.log" 2>&1 &
+    pids+=($!)
+    names+=("$name")
+  done
+  for i in "${!pids[@]}"; do
+    if wait "${pids[$i]}"; then
+      echo "--- lane ${names[$i]}: passed ---"
+    else
+      echo "--- lane ${names[$i]}: FAILED ---"
+      status=1
+    fi
+    cat "target/lane-${names[$i]}.log"
+  done
+  return $status
+}
