@@ -26,12 +26,12 @@ const PAIR_MODELS: &str = "Embedding model. Given again (`--model A --model B`),
 pub struct PairScoring {
     /// How to cut each text (default: windows of clamp(words/4, 18, 150) words, the chunk-pair
     /// experiment's rule).
-    #[arg(long, value_name = "SPEC", default_value = "words:dynamic", value_parser = parse_chunker)]
+    #[arg(long, value_name = "SPEC", default_value = ckeep_engine::PAIR_CHUNKER, value_parser = parse_chunker)]
     pub chunker: ChunkerSpec,
     /// Number of most similar chunk pairs averaged.
-    #[arg(long, value_name = "K", default_value_t = ckeep_engine::DEFAULT_TOP_K, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    #[arg(long, value_name = "K", default_value_t = ckeep_engine::DEFAULT_TOP_K, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_K as u64))]
     pub top_k: usize,
-    #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2",
+    #[arg(long, value_name = "MODEL", default_value = ckeep_engine::DEFAULT_MODEL,
           help = PAIR_MODELS, long_help = model_long_help(PAIR_MODELS))]
     pub model: Vec<String>,
     #[arg(long, value_name = "PRECISION", default_value = "f32", help = PRECISION_HELP)]

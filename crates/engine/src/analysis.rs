@@ -6,10 +6,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use ckeep_index::Analyzer;
-use ckeep_store::{Manifest, StoreRead};
+use ckeep_store::Manifest;
 
 use crate::error::{Error, Result};
-use crate::searcher::Searcher;
 
 /// The analyzer asked for on ingest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -36,13 +35,6 @@ impl FromStr for AnalyzerChoice {
 
     fn from_str(s: &str) -> Result<Self, String> {
         if s == "auto" { Ok(AnalyzerChoice::Auto) } else { s.parse().map(AnalyzerChoice::Fixed) }
-    }
-}
-
-impl<S: StoreRead> Searcher<'_, S> {
-    /// The analyzer the store records (`None` before its first document).
-    pub fn analyzer(&self) -> Result<Option<Analyzer>> {
-        recorded(self.manifest())
     }
 }
 

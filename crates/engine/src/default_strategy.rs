@@ -4,27 +4,21 @@
 //! front end starts from [`Searcher::default_strategy`] and lays the caller's parts over it,
 //! so an explicit flag or field always wins.
 
-use ckeep_store::{Manifest, StoreRead, StoreWrite};
-use serde::Serialize;
-
+use ckeep_index::Analyzer;
+use ckeep_store::{StoreRead, StoreWrite};
 use ckeep_text::ChunkerSpec;
 use ckeep_text::chunk::SizeUnit;
 
+use crate::engine::{Searcher, Writer};
 use crate::error::{Error, Result};
-use crate::searcher::Searcher;
-use crate::strategy::Strategy;
-use crate::writer::Writer;
-
-/// The strategy in force when a caller names none, and where it came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DefaultStrategy {
-    /// The strategy, as a spec.
-    pub strategy: String,
-    /// `built-in`, or what chose it (as `eval recommend --apply` recorded).
-    pub from: String,
-}
+use crate::strategy::{DefaultStrategy, Strategy};
 
 impl<S: StoreRead> Searcher<'_, S> {
+    /// The analyzer the store records (`None` before its first document).
+    pub fn analyzer(&self) -> Result<Option<Analyzer>> {
+        crate::analysis::recorded(self.manifest())
+    }
+
     /// The strategy searches start from: the store's recorded default, else the built-in one.
     pub fn default_strategy(&self) -> Result<Strategy> {
         Ok(match &self.manifest().default_strategy {
@@ -70,22 +64,6 @@ impl<S: StoreRead> Searcher<'_, S> {
         match asked {
             Some(m) if !crate::more_models::is_further_model(manifest, m) => Some(m.to_string()),
             _ => crate::models::stored_model(manifest),
-        }
-    }
-}
-
-impl DefaultStrategy {
-    /// The default a manifest puts in force.
-    pub fn of(manifest: &Manifest) -> Self {
-        match &manifest.default_strategy {
-            Some(spec) => DefaultStrategy {
-                strategy: spec.clone(),
-                from: manifest.default_strategy_from.clone().unwrap_or_else(|| "unknown".into()),
-            },
-            None => DefaultStrategy {
-                strategy: Strategy::default().to_string(),
-                from: "built-in".into(),
-            },
         }
     }
 }

@@ -12,13 +12,13 @@ use ckeep_embed::InputKind;
 use ckeep_store::{DerivedWrite, Lacking, LexicalEntry, StoreWrite, StoredDocument, VectorEntry};
 use rayon::prelude::*;
 
+use crate::engine::Writer;
 use crate::error::{Error, Result};
 use crate::manifest::{is_summary_repr, summary_repr};
 use crate::represent::PLAIN_REPR;
 use crate::represent::Representation;
 use crate::stage::{DeriveProgress, DeriveReport, StageReport};
 use crate::summarize::{LoadedSummarizer, Summarizer};
-use crate::writer::Writer;
 
 /// Documents per transaction for fast derivations (slow ones write every document).
 const BATCH_DOCS: usize = 32;

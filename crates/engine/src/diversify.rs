@@ -23,7 +23,7 @@ use serde::Serialize;
 pub(crate) const RESULT_CHUNKS: usize = 3;
 
 /// Chunk pairs averaged into two results' similarity (the chunk-pair score's k).
-const PAIR_TOP: usize = crate::similar::DEFAULT_TOP_K;
+const PAIR_TOP: usize = crate::defaults::DEFAULT_TOP_K;
 
 /// λ when `mmr` names none: relevance and novelty weighed alike (LangChain's `lambda_mult`
 /// default too).
@@ -56,7 +56,7 @@ impl Diversify {
             Diversify::None => k,
             Diversify::Mmr { pool, .. } => {
                 let asked = pool.unwrap_or((4 * k).max(40));
-                asked.min(crate::strategy::MAX_K).max(k)
+                asked.min(crate::defaults::MAX_K).max(k)
             }
         }
     }
@@ -97,7 +97,7 @@ impl FromStr for Diversify {
             Some(n) => Some(
                 n.parse::<usize>()
                     .ok()
-                    .filter(|n| (1..=crate::strategy::MAX_K).contains(n))
+                    .filter(|n| (1..=crate::defaults::MAX_K).contains(n))
                     .ok_or_else(|| format!("mmr: pool `{n}` is not a whole number from 1"))?,
             ),
         };

@@ -7,17 +7,15 @@ use std::sync::Arc;
 use ckeep_embed::Embedder;
 use ckeep_index::Bm25;
 
-use ckeep_store::{ReadSnapshot, StoreRead};
+use ckeep_store::{Manifest, ReadSnapshot, StoreRead};
 
 use crate::analysis::AnalyzerChoice;
 use crate::error::Result;
 use crate::filtered::FilterCache;
 use crate::more_models::MoreModels;
 use crate::request::{SearchLimits, SearchRequest, SearchResponse};
-use crate::searcher::Searcher;
 use crate::vectors::VectorIndex;
 use crate::vectors::cache::VectorCache;
-use crate::writer::Writer;
 
 /// The engine over one store.
 #[derive(Debug)]
@@ -186,6 +184,45 @@ impl<S> Engine<S> {
     }
 }
 
+/// Writes to an engine's store. Made by [`Engine::writer`]; it borrows the engine, so a
+/// writer and that engine's searches do not overlap (readers over other connections do).
+#[derive(Debug)]
+pub struct Writer<'e, S> {
+    pub(crate) engine: &'e mut Engine<S>,
+}
+
+impl<'e, S> Writer<'e, S> {
+    /// The writer of `engine`.
+    pub(crate) fn new(engine: &'e mut Engine<S>) -> Self {
+        Self { engine }
+    }
+}
+
+/// One search's view of the store: a read snapshot, and the manifest read once at its start,
+/// which every step of the search (strategy defaults and checks, the analyzer, the model
+/// check, representations) takes from here rather than reading it again. Made by
+/// [`Engine::searcher`]; a writer committing while it lives cannot make its reads disagree.
+///
+/// Not for writing ([`crate::Writer`]), nor for holding across requests: a snapshot held keeps
+/// the reader on the store's state at its start.
+#[derive(Debug)]
+pub struct Searcher<'e, S: StoreRead> {
+    pub(crate) engine: &'e Engine<S>,
+    pub(crate) manifest: Manifest,
+    _snapshot: ReadSnapshot<'e, S>,
+}
+
+impl<'e, S: StoreRead> Searcher<'e, S> {
+    /// The snapshot `snapshot` of `engine`'s store, whose manifest reads `manifest`.
+    pub(crate) fn new(
+        engine: &'e Engine<S>,
+        manifest: Manifest,
+        snapshot: ReadSnapshot<'e, S>,
+    ) -> Self {
+        Self { engine, manifest, _snapshot: snapshot }
+    }
+}
+
 impl<S: StoreRead> Engine<S> {
     /// A view of the store for reading and searching (see [`Searcher`]): a read snapshot with
     /// the manifest read once.
@@ -202,6 +239,6 @@ impl<S: StoreRead> Engine<S> {
             let searcher = self.searcher()?;
             Ok((searcher.resolve(req)?, searcher))
         };
-        crate::searcher::staged(req, open, |searcher, strategy| searcher.ranked(req, strategy))
+        crate::rerank::staged(req, open, |searcher, strategy| searcher.ranked(req, strategy))
     }
 }

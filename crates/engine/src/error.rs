@@ -1,6 +1,10 @@
 //! The engine's one error type and its result; how front ends answer each is in `fault`.
 
-use crate::fault::ErrorCode;
+use std::error::Error as StdError;
+
+use ckeep_text::is_missing_path;
+
+use crate::fault::{ErrorBody, ErrorCode, UsageError};
 
 /// Engine failures. Variants say whether the user or the system is at fault.
 #[derive(Debug, thiserror::Error)]
@@ -158,5 +162,160 @@ impl Error {
     }
 }
 
+/// How each error is classified: the typed error nearest the top of a chain decides.
+impl ErrorCode {
+    /// The code of one error, when its type is one of ours (or an I/O error).
+    pub fn of_error(e: &(dyn StdError + 'static)) -> Option<Self> {
+        let user = |yes: bool| if yes { Self::InvalidParameter } else { Self::Internal };
+        if e.downcast_ref::<UsageError>().is_some() {
+            Some(Self::InvalidParameter)
+        } else if let Some(e) = e.downcast_ref::<Error>() {
+            Some(e.code())
+        } else if let Some(e) = e.downcast_ref::<ckeep_text::Error>() {
+            Some(Error::load_code(e))
+        } else if let Some(e) = e.downcast_ref::<ckeep_store::Error>() {
+            Some(Error::store_code(e))
+        } else if let Some(e) = e.downcast_ref::<ckeep_embed::Error>() {
+            Some(Self::of_model(e.is_user_error()))
+        } else if let Some(e) = e.downcast_ref::<ckeep_llm::Error>() {
+            Some(Self::of_model(e.is_user_error()))
+        } else {
+            e.downcast_ref::<std::io::Error>()
+                .map(|e| if is_missing_path(e) { Self::NotFound } else { user(false) })
+        }
+    }
+
+    /// The code of an error and its causes: the typed error nearest the top decides, found by
+    /// [`ErrorCode::of_error`] or, for error types above the engine, by `also`; `Internal`
+    /// when none is typed.
+    pub fn of_chain(
+        err: &(dyn StdError + 'static),
+        also: impl Fn(&(dyn StdError + 'static)) -> Option<Self>,
+    ) -> Self {
+        std::iter::successors(Some(err), |&e| e.source())
+            .find_map(|e| Self::of_error(e).or_else(|| also(e)))
+            .unwrap_or(Self::Internal)
+    }
+}
+
+impl ErrorBody {
+    /// The body of `err` and its causes: the code as [`ErrorCode::of_chain`] finds it (with
+    /// `also` for error types above the engine), the hint of the engine error in the chain,
+    /// and `message`, which the front end words (the CLI joins the causes).
+    pub fn of(
+        err: &(dyn StdError + 'static),
+        message: String,
+        also: impl Fn(&(dyn StdError + 'static)) -> Option<ErrorCode>,
+    ) -> Self {
+        let hint = std::iter::successors(Some(err), |&e| e.source())
+            .find_map(|e| e.downcast_ref::<Error>().and_then(Error::hint));
+        Self { code: ErrorCode::of_chain(err, also), message, hint }
+    }
+}
+
 /// Engine results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each engine error variant, and the errors of the crates below it, has its code.
+    #[test]
+    fn every_error_variant_has_its_code() {
+        let io = std::io::Error::from;
+        let both = |stored: &str| (stored.to_string(), "b".to_string());
+        let (stored, requested) = both("a");
+        let cases: Vec<(Box<dyn StdError>, ErrorCode)> = vec![
+            (Box::new(Error::Invalid("k".into())), ErrorCode::InvalidParameter),
+            (
+                Box::new(Error::Strategy { spec: "x".into(), message: "y".into() }),
+                ErrorCode::InvalidParameter,
+            ),
+            (Box::new(Error::ModelRequired("m".into())), ErrorCode::InvalidParameter),
+            (Box::new(Error::DocumentNotFound("d".into())), ErrorCode::NotFound),
+            (
+                Box::new(Error::ChunkerMismatch {
+                    stored: stored.clone(),
+                    requested: requested.clone(),
+                }),
+                ErrorCode::Conflict,
+            ),
+            (
+                Box::new(Error::AnalyzerMismatch {
+                    stored: stored.clone(),
+                    requested: requested.clone(),
+                }),
+                ErrorCode::Conflict,
+            ),
+            (Box::new(Error::AnalyzerUnknown { stored: stored.clone() }), ErrorCode::Conflict),
+            (Box::new(Error::ModelMismatch { stored, requested }), ErrorCode::Conflict),
+            (
+                Box::new(Error::Load(ckeep_text::Error::Empty { origin: "x".into() })),
+                ErrorCode::InvalidParameter,
+            ),
+            (
+                Box::new(Error::Store(ckeep_store::Error::NotFound { path: "s".into() })),
+                ErrorCode::NotFound,
+            ),
+            (
+                Box::new(Error::Store(ckeep_store::Error::Unsupported("u".into()))),
+                ErrorCode::InvalidParameter,
+            ),
+            (
+                Box::new(Error::Embed(ckeep_embed::Error::NotFound("m".into()))),
+                ErrorCode::ModelUnavailable,
+            ),
+            (
+                Box::new(Error::Llm(ckeep_llm::Error::NotFound("m".into()))),
+                ErrorCode::ModelUnavailable,
+            ),
+            (
+                Box::new(Error::Embed(ckeep_embed::Error::Tokenizer("t".into()))),
+                ErrorCode::ModelFailed,
+            ),
+            (Box::new(Error::Server("down".into())), ErrorCode::Internal),
+            (Box::new(Error::Watch { path: "p".into(), message: "m".into() }), ErrorCode::Internal),
+            (Box::new(UsageError("bad".into())), ErrorCode::InvalidParameter),
+            (Box::new(io(std::io::ErrorKind::NotFound)), ErrorCode::NotFound),
+            (Box::new(io(std::io::ErrorKind::PermissionDenied)), ErrorCode::Internal),
+            (Box::new(std::fmt::Error), ErrorCode::Internal),
+        ];
+        for (err, code) in cases {
+            assert_eq!(ErrorCode::of_chain(err.as_ref(), |_| None), code, "{err}");
+            if let Some(e) = err.downcast_ref::<Error>() {
+                assert_eq!(e.is_user_error(), code.is_user(), "{e}");
+            }
+        }
+        // Unknown to the engine: internal, unless the caller's extra rule knows it.
+        let other = std::fmt::Error;
+        assert_eq!(ErrorCode::of_chain(&other, |_| Some(ErrorCode::NotFound)), ErrorCode::NotFound);
+    }
+
+    #[test]
+    fn the_body_carries_the_hint_of_the_engine_error_in_the_chain() {
+        /// An error of a front end's, caused by an engine error.
+        #[derive(Debug)]
+        struct Searching(Error);
+        impl std::fmt::Display for Searching {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "searching: {}", self.0)
+            }
+        }
+        impl StdError for Searching {
+            fn source(&self) -> Option<&(dyn StdError + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let err = Searching(Error::ChunkerMismatch {
+            stored: "sentences".into(),
+            requested: "words:50".into(),
+        });
+        let body = ErrorBody::of(&err, err.to_string(), |_| None);
+        assert_eq!(body.code, ErrorCode::Conflict);
+        assert!(body.hint.as_deref().is_some_and(|h| h.contains("--store")), "{body:?}");
+        let json = body.to_json();
+        assert_eq!(json["error"]["code"], "conflict");
+        assert!(json["error"]["message"].as_str().unwrap().contains("`sentences`"));
+    }
+}

@@ -16,10 +16,10 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::engine::Engine;
+use crate::engine::Writer;
 use crate::error::{Error, Result};
 use crate::lexical::PLAIN_FIELD;
 use crate::represent::PLAIN_REPR;
-use crate::writer::Writer;
 
 /// A batch is written when it holds this many documents…
 const BATCH_DOCS: usize = 2048;

@@ -24,6 +24,7 @@ mod adopt;
 mod analysis;
 mod dedup;
 mod default_strategy;
+mod defaults;
 mod derive;
 mod diversify;
 mod engine;
@@ -63,9 +64,13 @@ pub use ckeep_store::MetadataFilter;
 pub use dedup::{
     ChunkMatch, Dedup, DedupOptions, DedupReport, DuplicateCluster, DuplicatePair, MatchedChunk,
 };
-pub use default_strategy::DefaultStrategy;
+
+pub use defaults::{
+    DEFAULT_MODEL, DEFAULT_RERANK_K, DEFAULT_THRESHOLD, DEFAULT_TOP_K, MAX_K, MAX_QUERY_BYTES,
+    PAIR_CHUNKER,
+};
 pub use diversify::{Diversify, Redundancy, SimilarityOf};
-pub use engine::Engine;
+pub use engine::{Engine, Searcher, Writer};
 pub use error::{Error, Result};
 pub use expand::Expansion;
 pub use fault::{ErrorBody, ErrorCode, McpAnswer, Rendering, UsageError};
@@ -85,20 +90,17 @@ pub use represent::{
     ContextParts, Fields, PLAIN_REPR, Representation, parse_list as parse_representations,
 };
 pub use request::{
-    ListExplanation, MAX_QUERY_BYTES, SearchLimits, SearchRequest, SearchResponse, SearchResult,
-    SearchTiming,
+    ListExplanation, SearchLimits, SearchRequest, SearchResponse, SearchResult, SearchTiming,
 };
-pub use rerank::DEFAULT_RERANK_K;
-pub use searcher::Searcher;
+
 pub use similar::{
-    ChunkPair, DEFAULT_THRESHOLD, DEFAULT_TOP_K, EmbeddedText, MAX_FURTHER_PAIR_MODELS,
-    ModelPairScore, PairScore, PairScorer, TextVectors,
+    ChunkPair, EmbeddedText, MAX_FURTHER_PAIR_MODELS, ModelPairScore, PairScore, PairScorer,
+    TextVectors,
 };
 pub use stage::{DeriveProgress, DeriveReport, StageReport};
-pub use strategy::{Level, MAX_K, Mode, Strategy};
+pub use strategy::{DefaultStrategy, Level, Mode, Strategy};
 pub use summarize::{LoadedSummarizer, Summarizer};
 pub use sync::{SyncPlan, SyncReport};
 pub use vectors::{ANN_MIN_VECTORS, GraphCheck, VectorIndex, VectorIndexBuild};
 #[cfg(feature = "watch")]
 pub use watch::{Changes, ChangesReport, Debounce, FolderWatch};
-pub use writer::Writer;

@@ -11,23 +11,17 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
 
 use ckeep_embed::{Embedder, InputKind};
-use ckeep_store::{DerivedWrite, Lacking, Manifest, ModelRecord, StoreWrite, VectorEntry};
+use ckeep_store::{Manifest, ModelRecord};
 
 use crate::error::{Error, Result};
 use crate::manifest::{ManifestExt, is_summary_repr};
-use crate::represent::{Representation, Resolved, Source, context_prefix};
-use crate::stage::{DeriveProgress, StageReport};
+use crate::represent::{Representation, Resolved, Source};
 use crate::strategy::Strategy;
-use crate::writer::Writer;
 
 /// Separates a representation's name from the further model whose vectors it holds.
 const MODEL_SEPARATOR: char = '|';
-
-/// Documents per transaction: a few seconds of embedding each.
-const BATCH_DOCS: usize = 64;
 
 /// Name of representation `repr`'s vectors by further model `model`.
 pub(crate) fn model_repr(repr: &str, model: &str) -> String {
@@ -76,7 +70,7 @@ pub(crate) fn is_further_model(manifest: &Manifest, spec: &str) -> bool {
 
 /// The representations a further model's vectors are kept for: each chunk representation of
 /// its own text (not summaries, late chunking's token pooling or another further model's).
-fn text_reprs(manifest: &Manifest) -> Vec<String> {
+pub(crate) fn text_reprs(manifest: &Manifest) -> Vec<String> {
     manifest
         .representations
         .iter()
@@ -244,180 +238,6 @@ fn own_model(own: Option<&Arc<dyn Embedder>>, manifest: &Manifest) -> Result<Arc
     })?;
     crate::vectors::check_model(manifest, embedder.as_ref())?;
     Ok(Arc::clone(embedder))
-}
-
-impl<S: StoreWrite> Writer<'_, S> {
-    /// Adds `embedder` as a further model of a store that has a model of its own: every
-    /// stored chunk's text (plain and contextual representations) is embedded with it through
-    /// the embedding cache, a batch of documents per transaction, and then the manifest lists
-    /// it. An interrupted run resumes with the documents still lacking its vectors. Nothing to
-    /// do for the store's own model or one it already holds.
-    pub fn add_model(
-        &mut self,
-        embedder: Arc<dyn Embedder>,
-        progress: DeriveProgress<'_>,
-    ) -> Result<StageReport> {
-        let info = embedder.info().clone();
-        let stage = format!("embedding stored chunks with {}", info.name);
-        let mut report = StageReport { stage, ..StageReport::default() };
-        let manifest = self.engine.store.manifest()?;
-        if manifest.model_fingerprint.is_none() {
-            return Err(Error::ModelRequired(
-                "the store has no model of its own yet: add it first (`ckeep add --model NAME`, no inputs), then further ones".into(),
-            ));
-        }
-        if manifest.model_fingerprint.as_deref() == Some(info.fingerprint.as_str())
-            || manifest.extra_models.iter().any(|r| r.fingerprint == info.fingerprint)
-        {
-            return Ok(report);
-        }
-        if let Some(clash) = manifest.extra_models.iter().find(|r| r.name == info.name) {
-            return Err(Error::ModelMismatch {
-                stored: format!("{} ({})", clash.name, clash.source),
-                requested: format!("{} ({})", info.name, info.source),
-            });
-        }
-        if manifest.model.as_deref() == Some(info.name.as_str()) {
-            return Err(Error::Invalid(format!(
-                "the store's own model is also named `{}` but gives other vectors; load the further model from a directory of another name",
-                info.name
-            )));
-        }
-        if manifest.extra_models.len() + 1 >= ckeep_index::MAX_DENSE_LISTS {
-            return Err(Error::Invalid(format!(
-                "the store holds {} models; a strategy fuses at most {}",
-                manifest.extra_models.len() + 1,
-                ckeep_index::MAX_DENSE_LISTS
-            )));
-        }
-        let started = Instant::now();
-        let names: Vec<String> =
-            text_reprs(&manifest).iter().map(|r| model_repr(r, &info.name)).collect();
-        for name in &names {
-            self.embed_lacking_vectors(name, embedder.as_ref(), &mut report, progress)?;
-        }
-        let mut manifest = self.engine.store.manifest()?;
-        manifest.extra_models.push(ModelRecord {
-            name: info.name.clone(),
-            fingerprint: info.fingerprint.clone(),
-            source: info.source.clone(),
-        });
-        for name in &names {
-            if !manifest.representations.contains(name) {
-                manifest.representations.push(name.clone());
-            }
-        }
-        self.engine.store.set_manifest(&manifest)?;
-        // Documents another writer added meanwhile.
-        for name in &names {
-            self.embed_lacking_vectors(name, embedder.as_ref(), &mut report, progress)?;
-        }
-        self.engine.more_models.insert(embedder);
-        if !self.engine.background_index {
-            self.refresh_vector_index()?;
-        }
-        report.seconds = started.elapsed().as_secs_f64();
-        Ok(report)
-    }
-
-    /// Embeds, with `embedder`, the texts of stored representation `name` (plain or
-    /// contextual, or either by a further model as `R|MODEL`) for every document that lacks
-    /// its vectors, a batch per transaction: how a model is adopted or added.
-    pub(crate) fn embed_lacking_vectors(
-        &mut self,
-        name: &str,
-        embedder: &dyn Embedder,
-        report: &mut StageReport,
-        progress: DeriveProgress<'_>,
-    ) -> Result<()> {
-        let lacking = self.engine.store.documents_lacking(Lacking::Vectors(name))?;
-        if lacking.is_empty() {
-            return Ok(());
-        }
-        let (repr_name, _) = split_model_repr(name);
-        let (base, summarizer) =
-            repr_name.split_once('@').map_or((repr_name, None), |(r, s)| (r, Some(s)));
-        let repr: Representation = base.parse().map_err(Error::Invalid)?;
-        let total = report.documents + lacking.len() as u64;
-        progress(&report.stage, report.documents, total);
-        for ids in lacking.chunks(BATCH_DOCS) {
-            let docs = self.documents_with_leaves(ids)?;
-            let texts = self.leaf_texts(repr, summarizer, &docs)?;
-            let flat: Vec<&str> = texts.iter().flatten().map(String::as_str).collect();
-            let (vectors, _) = embedder.embed(&flat, InputKind::Document)?;
-            let mut vectors = vectors.into_iter();
-            let writes: Vec<DerivedWrite> = docs
-                .iter()
-                .map(|(d, leaves)| DerivedWrite {
-                    doc_id: d.document.id.clone(),
-                    hash: d.hash.clone(),
-                    vectors: leaves
-                        .iter()
-                        .map(|c| VectorEntry {
-                            repr: name.to_string(),
-                            ordinal: c.ordinal,
-                            vector: vectors.next().unwrap_or_default(),
-                        })
-                        .collect(),
-                    ..DerivedWrite::default()
-                })
-                .collect();
-            report.vectors += writes.iter().map(|w| w.vectors.len() as u64).sum::<u64>();
-            self.engine.store.write_derived(writes)?;
-            report.documents += ids.len() as u64;
-            progress(&report.stage, report.documents, total);
-        }
-        Ok(())
-    }
-
-    /// The texts representation `repr` embeds for each leaf of `docs`: the leaf's own
-    /// (plain), or with its context in front.
-    pub(crate) fn leaf_texts(
-        &self,
-        repr: Representation,
-        summarizer: Option<&str>,
-        docs: &[(ckeep_store::StoredDocument, Vec<ckeep_core::Chunk>)],
-    ) -> Result<Vec<Vec<String>>> {
-        let mut texts = Vec::with_capacity(docs.len());
-        for (doc, leaves) in docs {
-            let text = &doc.document.text;
-            texts.push(match repr {
-                Representation::Contextual(parts) => {
-                    let summary = match summarizer {
-                        Some(s) if parts.summary => self
-                            .engine
-                            .store
-                            .summaries(&doc.document.id)?
-                            .into_iter()
-                            .find(|(n, _)| n == s)
-                            .map(|(_, t)| t)
-                            .unwrap_or_default(),
-                        _ => String::new(),
-                    };
-                    leaves
-                        .iter()
-                        .map(|c| {
-                            let prefix = context_prefix(
-                                parts,
-                                &doc.document.title,
-                                &c.heading_path(),
-                                &summary,
-                            );
-                            format!("{prefix}{}", c.span.slice(text))
-                        })
-                        .collect()
-                }
-                Representation::Plain
-                | Representation::Late
-                | Representation::Summary
-                | Representation::SummaryAvg(_)
-                | Representation::WindowAvg(_) => {
-                    leaves.iter().map(|c| c.span.slice(text).to_string()).collect()
-                }
-            });
-        }
-        Ok(texts)
-    }
 }
 
 #[cfg(test)]

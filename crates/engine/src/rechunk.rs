@@ -9,9 +9,9 @@ use ckeep_store::StoreWrite;
 use ckeep_text::ChunkerSpec;
 
 use crate::engine::Engine;
+use crate::engine::Writer;
 use crate::error::{Error, Result};
 use crate::ingest::IngestReport;
-use crate::writer::Writer;
 
 impl<S: StoreWrite> Writer<'_, S> {
     /// Adds every document of this store to `target`, an empty store, chunked with `chunker`;

@@ -5,10 +5,10 @@
 use ckeep_store::{Manifest, StoreRead, StoreStats};
 use serde::Serialize;
 
-use crate::default_strategy::DefaultStrategy;
+use crate::engine::Searcher;
 use crate::error::Result;
 use crate::ingest::IngestReport;
-use crate::searcher::Searcher;
+use crate::strategy::DefaultStrategy;
 
 /// A store at a glance: where it is, what it was built with, and its counts and sizes.
 #[derive(Debug, Clone, Serialize)]

@@ -6,12 +6,10 @@ use ckeep_index::TermExplanation;
 use ckeep_store::MetadataFilter;
 use serde::Serialize;
 
+use crate::defaults::{MAX_K, MAX_QUERY_BYTES};
 use crate::error::{Error, Result};
 use crate::overrides::{StrategyFields, StrategyOverrides};
-use crate::strategy::{MAX_K, Strategy};
-
-/// Longest query accepted by default, in bytes.
-pub const MAX_QUERY_BYTES: usize = 16 * 1024;
+use crate::strategy::Strategy;
 
 /// A search as every front end asks it: the query, the strategy as given (a whole spec, else
 /// the store's default, with parts laid over it: flags, JSON fields, keyword arguments), and
@@ -135,7 +133,7 @@ pub struct SearchResponse {
     /// With `explain`: the store's default strategy, which the caller's parts were laid over,
     /// and where it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub default_strategy: Option<crate::default_strategy::DefaultStrategy>,
+    pub default_strategy: Option<crate::strategy::DefaultStrategy>,
     /// With `explain` and a filter: what the filter let through and how the dense search used
     /// it.
     #[serde(skip_serializing_if = "Option::is_none")]

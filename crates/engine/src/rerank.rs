@@ -12,15 +12,13 @@ use ckeep_models::openai::OpenAiClient;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::request::SearchResponse;
+use crate::request::{SearchRequest, SearchResponse};
 use crate::strategy::Strategy;
 
 /// How long a reranker may take for one query's candidates.
 const TIMEOUT: Duration = Duration::from_mins(2);
 /// Largest answer read from a reranker.
 const MAX_ANSWER_BYTES: u64 = 16 << 20;
-/// Default number of results reranked.
-pub const DEFAULT_RERANK_K: usize = 50;
 
 /// `(candidate index, score)` pairs from a reranker's answer, whichever shape it has.
 fn parse_scores(
@@ -115,6 +113,23 @@ pub(crate) fn reranked(
         r.rank = i + 1;
     }
     response.strategy = strategy.to_string();
+    Ok(response)
+}
+
+/// A search in its two stages, timed as a whole: `open` gives the strategy `req` resolves to
+/// and a snapshot `S` to rank in; `ranked` answers the first stage there (asking for
+/// `rerank_k` results when the strategy reranks); then, with the snapshot let go, the rerank
+/// stage (if the strategy has one) reorders its answer.
+pub(crate) fn staged<T>(
+    req: &SearchRequest,
+    open: impl FnOnce() -> Result<(Strategy, T)>,
+    ranked: impl FnOnce(T, &Strategy) -> Result<SearchResponse>,
+) -> Result<SearchResponse> {
+    let started = std::time::Instant::now();
+    let (strategy, snapshot) = open()?;
+    let first = ranked(snapshot, &first_stage(&strategy))?;
+    let mut response = reranked(&req.query, &strategy, first)?;
+    response.timing.total = started.elapsed();
     Ok(response)
 }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ckeep_index::{Bm25, DocHit, FusedParts, TitleField, top_k};
 use ckeep_store::StoreRead;
 
+use crate::engine::Searcher;
 use crate::error::{Error, Result};
 use crate::expand::Context;
 use crate::filtered::{AllowedDocs, DenseFilter, FilterPlan};
@@ -18,7 +19,6 @@ use crate::request::{
     ChunkExplanation, Explanation, ListExplanation, ResultChunk, SearchRequest, SearchResponse,
     SearchResult, SearchTiming,
 };
-use crate::searcher::Searcher;
 use crate::strategy::{Level, Mode, Strategy};
 use crate::vectors::VectorParams;
 
@@ -177,7 +177,7 @@ impl<S: StoreRead> Searcher<'_, S> {
             results,
             default_strategy: req
                 .explain
-                .then(|| crate::default_strategy::DefaultStrategy::of(&self.manifest)),
+                .then(|| crate::strategy::DefaultStrategy::of(&self.manifest)),
             filter: filter_plan.filter(|_| req.explain),
             timing: SearchTiming { embed, total: std::time::Duration::ZERO },
         })

@@ -6,39 +6,16 @@
 use std::sync::Arc;
 
 use ckeep_embed::Embedder;
-use ckeep_store::{Manifest, ReadSnapshot, StoreRead, StoredDocument};
+use ckeep_store::{Manifest, StoreRead, StoredDocument};
 
-use crate::engine::Engine;
+use crate::engine::Searcher;
 use crate::error::{Error, Result};
 use crate::more_models::{answers_to, is_further_model};
 use crate::represent::Representation;
 use crate::request::{SearchRequest, SearchResponse};
 use crate::strategy::Strategy;
 
-/// One search's view of the store: a read snapshot, and the manifest read once at its start,
-/// which every step of the search (strategy defaults and checks, the analyzer, the model
-/// check, representations) takes from here rather than reading it again. Made by
-/// [`Engine::searcher`]; a writer committing while it lives cannot make its reads disagree.
-///
-/// Not for writing ([`crate::Writer`]), nor for holding across requests: a snapshot held keeps
-/// the reader on the store's state at its start.
-#[derive(Debug)]
-pub struct Searcher<'e, S: StoreRead> {
-    pub(crate) engine: &'e Engine<S>,
-    pub(crate) manifest: Manifest,
-    _snapshot: ReadSnapshot<'e, S>,
-}
-
 impl<'e, S: StoreRead> Searcher<'e, S> {
-    /// The snapshot `snapshot` of `engine`'s store, whose manifest reads `manifest`.
-    pub(crate) fn new(
-        engine: &'e Engine<S>,
-        manifest: Manifest,
-        snapshot: ReadSnapshot<'e, S>,
-    ) -> Self {
-        Self { engine, manifest, _snapshot: snapshot }
-    }
-
     /// The store, read in this snapshot.
     pub fn store(&self) -> &'e S {
         &self.engine.store
@@ -57,7 +34,11 @@ impl<'e, S: StoreRead> Searcher<'e, S> {
     /// Runs a search in this snapshot, rerank stage included (the snapshot is held during the
     /// reranker's call; [`Engine::search`] lets it go first).
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
-        staged(req, || Ok((self.resolve(req)?, self)), |s, strategy| s.ranked(req, strategy))
+        crate::rerank::staged(
+            req,
+            || Ok((self.resolve(req)?, self)),
+            |s, strategy| s.ranked(req, strategy),
+        )
     }
 
     /// The strategy `req` runs in this store: its spec, else the store's default strategy, with
@@ -112,23 +93,6 @@ impl<'e, S: StoreRead> Searcher<'e, S> {
             )),
         }
     }
-}
-
-/// A search in its two stages, timed as a whole: `open` gives the strategy `req` resolves to
-/// and a snapshot `S` to rank in; `ranked` answers the first stage there (asking for
-/// `rerank_k` results when the strategy reranks); then, with the snapshot let go, the rerank
-/// stage (if the strategy has one) reorders its answer.
-pub(crate) fn staged<T>(
-    req: &SearchRequest,
-    open: impl FnOnce() -> Result<(Strategy, T)>,
-    ranked: impl FnOnce(T, &Strategy) -> Result<SearchResponse>,
-) -> Result<SearchResponse> {
-    let started = std::time::Instant::now();
-    let (strategy, snapshot) = open()?;
-    let first = ranked(snapshot, &crate::rerank::first_stage(&strategy))?;
-    let mut response = crate::rerank::reranked(&req.query, &strategy, first)?;
-    response.timing.total = started.elapsed();
-    Ok(response)
 }
 
 /// Refuses a strategy that names another chunker or analyzer than the store was built with: its

@@ -23,12 +23,6 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-/// Window pairs averaged by default (the chunk-pair experiment's k).
-pub const DEFAULT_TOP_K: usize = 3;
-
-/// Default duplicate threshold (the chunk-pair experiment's).
-pub const DEFAULT_THRESHOLD: f64 = 0.7;
-
 /// Further models a scorer may hold (each one embeds every window again).
 pub const MAX_FURTHER_PAIR_MODELS: usize = 3;
 

@@ -9,8 +9,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use ckeep_index::{Aggregation, Fusion};
+use ckeep_store::Manifest;
 use ckeep_text::ChunkerSpec;
+use serde::Serialize;
 
+use crate::defaults::MAX_K;
 use crate::diversify::Diversify;
 use crate::error::Error;
 use crate::expand::Expansion;
@@ -117,9 +120,6 @@ pub struct Strategy {
     pub rerank_k: usize,
 }
 
-/// Largest `k` accepted.
-pub const MAX_K: usize = 10_000;
-
 /// Largest `oversample` accepted: beyond it rescoring reads more vectors than a scan would.
 const MAX_OVERSAMPLE: usize = 1_000;
 
@@ -144,7 +144,7 @@ impl Default for Strategy {
             repr: Vec::new(),
             summarizer: None,
             rerank: None,
-            rerank_k: crate::rerank::DEFAULT_RERANK_K,
+            rerank_k: crate::defaults::DEFAULT_RERANK_K,
         }
     }
 }
@@ -361,7 +361,7 @@ impl fmt::Display for Strategy {
         }
         if let Some(r) = &self.rerank {
             write!(f, ",rerank={r}")?;
-            if self.rerank_k != crate::rerank::DEFAULT_RERANK_K {
+            if self.rerank_k != crate::defaults::DEFAULT_RERANK_K {
                 write!(f, ",rerank_k={}", self.rerank_k)?;
             }
         }
@@ -483,6 +483,31 @@ fn parse_models(value: &str) -> Result<Vec<String>, String> {
         return Err(format!("models={value} names a model twice"));
     }
     Ok(names)
+}
+
+/// The strategy in force when a caller names none, and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DefaultStrategy {
+    /// The strategy, as a spec.
+    pub strategy: String,
+    /// `built-in`, or what chose it (as `eval recommend --apply` recorded).
+    pub from: String,
+}
+
+impl DefaultStrategy {
+    /// The default a manifest puts in force.
+    pub fn of(manifest: &Manifest) -> Self {
+        match &manifest.default_strategy {
+            Some(spec) => DefaultStrategy {
+                strategy: spec.clone(),
+                from: manifest.default_strategy_from.clone().unwrap_or_else(|| "unknown".into()),
+            },
+            None => DefaultStrategy {
+                strategy: Strategy::default().to_string(),
+                from: "built-in".into(),
+            },
+        }
+    }
 }
 
 #[cfg(test)]

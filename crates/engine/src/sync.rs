@@ -16,10 +16,10 @@ use ckeep_text::load::{Checked, Loaded, Source, source_file};
 use ckeep_text::{ChunkerSpec, Loader};
 use serde::Serialize;
 
+use crate::engine::Writer;
 use crate::error::Result;
 use crate::ingest::IngestReport;
 use crate::stage::DeriveProgress;
-use crate::writer::Writer;
 
 /// What a sync will do; [`Writer::apply_sync`] does it.
 #[derive(Debug, Default)]

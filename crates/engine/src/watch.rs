@@ -20,10 +20,10 @@ use ckeep_text::{ChunkerSpec, Loader};
 use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
+use crate::engine::Writer;
 use crate::error::{Error, Result};
 use crate::sync::SyncReport;
 use crate::sync::{normal, within};
-use crate::writer::Writer;
 
 /// Loaded text kept in memory between the check and the write of one batch; a larger batch
 /// (a whole folder after lost events) reads the rest again when it writes.

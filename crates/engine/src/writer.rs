@@ -8,23 +8,9 @@
 use ckeep_index::Quantization;
 use ckeep_store::StoreWrite;
 
-use crate::engine::Engine;
+use crate::engine::Writer;
 use crate::error::Result;
 use crate::vectors::VectorIndexBuild;
-
-/// Writes to an engine's store. Made by [`Engine::writer`]; it borrows the engine, so a
-/// writer and that engine's searches do not overlap (readers over other connections do).
-#[derive(Debug)]
-pub struct Writer<'e, S> {
-    pub(crate) engine: &'e mut Engine<S>,
-}
-
-impl<'e, S> Writer<'e, S> {
-    /// The writer of `engine`.
-    pub(crate) fn new(engine: &'e mut Engine<S>) -> Self {
-        Self { engine }
-    }
-}
 
 impl<S: StoreWrite> Writer<'_, S> {
     /// Holds stored representation `repr` (`None`: every one the store has) as `kind` in

@@ -15,7 +15,7 @@ pub struct EmbedArgs {
     /// Texts to embed; `-` reads one text per line from standard input.
     #[arg(required = true, value_name = "TEXT")]
     pub texts: Vec<String>,
-    #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2", help = MODEL_HELP)]
+    #[arg(long, value_name = "MODEL", default_value = ckeep_engine::DEFAULT_MODEL, help = MODEL_HELP)]
     pub model: String,
     #[arg(long, value_name = "PRECISION", default_value = "f32", help = PRECISION_HELP)]
     pub precision: ckeep_embed::Precision,

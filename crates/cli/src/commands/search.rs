@@ -56,7 +56,7 @@ pub struct SearchArgs {
     #[arg(long, value_name = "URL")]
     pub rerank: Option<String>,
     /// How many results the reranker scores.
-    #[arg(long, value_name = "N", requires = "rerank", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    #[arg(long, value_name = "N", requires = "rerank", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_K as u64))]
     pub rerank_k: Option<usize>,
     /// A whole strategy spec; the flags above override its parts.
     #[arg(long, value_name = "SPEC", value_parser = parse_strategy, long_help = strategy_help())]

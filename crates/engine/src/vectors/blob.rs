@@ -5,7 +5,9 @@
 
 use ckeep_core::ChunkId;
 use ckeep_index::Hnsw;
-use ckeep_store::VectorMatrix;
+use ckeep_store::{StoreWrite, VectorMatrix};
+
+use crate::error::Result;
 
 /// Marks the chunk ids a stored graph was built over, between its stamp and the graph (older
 /// blobs go straight on to the graph, whose own magic differs).
@@ -89,6 +91,60 @@ pub(crate) fn blob_parts(blob: &[u8]) -> Option<(Option<Vec<ChunkId>>, &[u8])> {
         .map(|b| ChunkId(i64::from_le_bytes(b.try_into().unwrap_or_default())))
         .collect();
     Some((Some(ids), &rest[12 + 8 * count..]))
+}
+
+/// Blobs to write to the store (graphs, segments, their list) and to remove, in one
+/// transaction ([`StoreWrite::write_aux`]).
+#[derive(Debug, Default)]
+pub struct VectorIndexBuild {
+    puts: Vec<(String, Vec<u8>)>,
+    removes: Vec<String>,
+    /// A representation whose removed vectors the store may forget once this is written,
+    /// those removed before a generation ([`StoreWrite::forget_removed_vectors`]).
+    forget: Option<(String, u64)>,
+}
+
+impl VectorIndexBuild {
+    pub(crate) fn put(&mut self, name: String, blob: Vec<u8>) {
+        self.puts.push((name, blob));
+    }
+
+    pub(crate) fn remove(&mut self, name: String) {
+        self.removes.push(name);
+    }
+
+    /// Once written, the store may forget the vectors removed under `repr` before
+    /// `generation`: this holds those its segments still walk through.
+    pub(crate) fn forget_removed(&mut self, repr: &str, generation: u64) {
+        self.forget = Some((repr.to_string(), generation));
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.puts.is_empty() && self.removes.is_empty()
+    }
+
+    /// Bytes written.
+    pub fn bytes(&self) -> usize {
+        self.puts.iter().map(|(_, b)| b.len()).sum()
+    }
+}
+
+/// Persists graphs and segments from [`super::VectorIndex::build`] into `store`, each build in one
+/// transaction. Each graph carries the stamp of the vectors it was built from: if they changed
+/// meanwhile, a process that reads them whole ignores it until the next build.
+pub(crate) fn save<S: StoreWrite>(store: &mut S, builds: Vec<VectorIndexBuild>) -> Result<()> {
+    for b in builds {
+        let puts: Vec<(&str, &[u8])> =
+            b.puts.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect();
+        let removes: Vec<&str> = b.removes.iter().map(String::as_str).collect();
+        store.write_aux(&puts, &removes)?;
+        // A separate transaction: a process stopped before it leaves vectors the next save
+        // forgets.
+        if let Some((repr, before)) = &b.forget {
+            store.forget_removed_vectors(repr, *before)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

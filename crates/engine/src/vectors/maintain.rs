@@ -9,53 +9,19 @@ use std::sync::Arc;
 
 use ckeep_core::ChunkId;
 use ckeep_index::{Hnsw, HnswParams, Quantization};
-use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
+use ckeep_store::{ReadSnapshot, StoreRead, VectorMatrix};
 
 use super::ANN_MIN_VECTORS;
 use super::VectorIndex;
-use super::blob::{GraphBlobName, blob_parts, graph_blob, is_current, stamp, stamp_of};
+use super::blob::{
+    GraphBlobName, VectorIndexBuild, blob_parts, graph_blob, is_current, stamp, stamp_of,
+};
 use super::cache::GraphEntry;
 use super::live::{DenseIndex, REBUILD_SHARE};
 use super::segmented::{Rows, Segmented};
 use crate::error::Result;
 use crate::manifest::ManifestExt;
 use crate::represent::{Resolved, Source};
-
-/// Blobs to write to the store (graphs, segments, their list) and to remove, in one
-/// transaction ([`StoreWrite::write_aux`]).
-#[derive(Debug, Default)]
-pub struct VectorIndexBuild {
-    puts: Vec<(String, Vec<u8>)>,
-    removes: Vec<String>,
-    /// A representation whose removed vectors the store may forget once this is written,
-    /// those removed before a generation ([`StoreWrite::forget_removed_vectors`]).
-    forget: Option<(String, u64)>,
-}
-
-impl VectorIndexBuild {
-    pub(crate) fn put(&mut self, name: String, blob: Vec<u8>) {
-        self.puts.push((name, blob));
-    }
-
-    pub(crate) fn remove(&mut self, name: String) {
-        self.removes.push(name);
-    }
-
-    /// Once written, the store may forget the vectors removed under `repr` before
-    /// `generation`: this holds those its segments still walk through.
-    pub(crate) fn forget_removed(&mut self, repr: &str, generation: u64) {
-        self.forget = Some((repr.to_string(), generation));
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.puts.is_empty() && self.removes.is_empty()
-    }
-
-    /// Bytes written.
-    pub fn bytes(&self) -> usize {
-        self.puts.iter().map(|(_, b)| b.len()).sum()
-    }
-}
 
 /// Whether the segments of `index` have outgrown its first: removed rows past
 /// [`REBUILD_SHARE`] of it (walks pass through them), or more rows elsewhere than in it (a
@@ -262,22 +228,4 @@ impl<S: StoreRead> VectorIndex<'_, S> {
         self.cache.install_dense(&repr.key, index, generation);
         Ok(())
     }
-}
-
-/// Persists graphs and segments from [`VectorIndex::build`] into `store`, each build in one
-/// transaction. Each graph carries the stamp of the vectors it was built from: if they changed
-/// meanwhile, a process that reads them whole ignores it until the next build.
-pub(crate) fn save<S: StoreWrite>(store: &mut S, builds: Vec<VectorIndexBuild>) -> Result<()> {
-    for b in builds {
-        let puts: Vec<(&str, &[u8])> =
-            b.puts.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect();
-        let removes: Vec<&str> = b.removes.iter().map(String::as_str).collect();
-        store.write_aux(&puts, &removes)?;
-        // A separate transaction: a process stopped before it leaves vectors the next save
-        // forgets.
-        if let Some((repr, before)) = &b.forget {
-            store.forget_removed_vectors(repr, *before)?;
-        }
-    }
-    Ok(())
 }

@@ -33,9 +33,9 @@ use ckeep_core::{ChunkHit, DocKey};
 use ckeep_index::{Quantization, dot_all, top_k};
 use ckeep_store::{StoreRead, VectorMatrix, VectorSearch};
 
+pub use blob::VectorIndexBuild;
+pub(crate) use blob::save;
 pub(crate) use dense::check_model;
-pub use maintain::VectorIndexBuild;
-pub(crate) use maintain::save;
 pub(crate) use quantized::set_quantization;
 pub use verify::GraphCheck;
 

@@ -14,10 +14,11 @@ use ckeep_index::{Codes, Hnsw, Quantization, dot, top_k};
 use ckeep_store::{ReadSnapshot, StoreRead, StoreWrite, VectorMatrix};
 
 use super::VectorIndex;
+use super::blob::VectorIndexBuild;
 use super::blob::stamp_of;
 use super::cache::Loaded;
 use super::codes::{CodeIndex, CodeRows, CodeSegment};
-use super::maintain::{VectorIndexBuild, outgrown};
+use super::maintain::outgrown;
 use super::segmented::Rows;
 use super::{ANN_EF, ANN_MIN_VECTORS, MIN_CHANGES_READ_ALL, Rescoring, same_dimension};
 use crate::error::{Error, Result};

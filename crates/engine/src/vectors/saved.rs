@@ -17,9 +17,9 @@ use ckeep_index::Hnsw;
 use ckeep_store::{StoreRead, VectorMatrix};
 
 use super::VectorIndex;
+use super::blob::VectorIndexBuild;
 use super::blob::{GraphBlobName, blob_parts, graph_blob, is_current, stamp_of};
 use super::live::DenseIndex;
-use super::maintain::VectorIndexBuild;
 use super::segmented::{Rows, Segment, Segmented};
 use crate::error::Result;
 

@@ -132,9 +132,6 @@ pub(crate) struct SimilarBody {
     pub(crate) explain: bool,
 }
 
-/// Most chunk pairs averaged.
-const MAX_TOP_K: usize = 10_000;
-
 /// `POST /similar`.
 pub(crate) async fn similar(
     State(state): State<Arc<AppState>>,
@@ -158,13 +155,13 @@ pub(crate) async fn run_similar(
             return Err(ApiError::invalid(format!("`{name}` is empty")));
         }
     }
-    let chunker = body.chunker.as_deref().unwrap_or("words:dynamic");
+    let chunker = body.chunker.as_deref().unwrap_or(ckeep_engine::PAIR_CHUNKER);
     let chunker = chunker
         .parse()
         .map_err(|e: ckeep_text::Error| ApiError::invalid(format!("`chunker`: {e}")))?;
     let top_k = body.top_k.unwrap_or(ckeep_engine::DEFAULT_TOP_K);
-    if top_k == 0 || top_k > MAX_TOP_K {
-        return Err(ApiError::invalid(format!("`top_k` must be 1 to {MAX_TOP_K}")));
+    if top_k == 0 || top_k > ckeep_engine::MAX_K {
+        return Err(ApiError::invalid(format!("`top_k` must be 1 to {}", ckeep_engine::MAX_K)));
     }
     let threshold = body.threshold.unwrap_or(ckeep_engine::DEFAULT_THRESHOLD);
     if !(-1.0..=1.0).contains(&threshold) {

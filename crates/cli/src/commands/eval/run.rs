@@ -49,7 +49,7 @@ pub struct EvalRunArgs {
     pub report: Option<PathBuf>,
     /// Also state each strategy's context length in tokens of this installed model's tokenizer
     /// (`none`: words only).
-    #[arg(long, value_name = "MODEL", default_value = "all-MiniLM-L6-v2")]
+    #[arg(long, value_name = "MODEL", default_value = ckeep_engine::DEFAULT_MODEL)]
     pub count_tokens: Option<String>,
 }
 

@@ -1,0 +1,28 @@
+//! The defaults and bounds every front end shares, each set once here: the CLI's flags, the
+//! server's fields, Python's keyword arguments and the strategy spec all take them from this
+//! module (a store's own defaults — its strategy, chunker and model — are read from its
+//! manifest instead, by [`crate::Searcher`]).
+
+/// Most results a search returns, and most of anything a request counts (`k`, `rerank_k`,
+/// chunk pairs averaged).
+pub const MAX_K: usize = 10_000;
+
+/// Longest query accepted by default, in bytes (a server may set a lower bound).
+pub const MAX_QUERY_BYTES: usize = 16 * 1024;
+
+/// Results a rerank stage scores by default.
+pub const DEFAULT_RERANK_K: usize = 50;
+
+/// Window pairs averaged by default when two texts are compared (the chunk-pair experiment's
+/// k).
+pub const DEFAULT_TOP_K: usize = 3;
+
+/// Default duplicate threshold of two texts' chunk-pair score (the chunk-pair experiment's).
+pub const DEFAULT_THRESHOLD: f64 = 0.7;
+
+/// The chunker two compared texts are cut with by default: word windows sized to each text,
+/// `clamp(words / 4, 18, 150)` (the chunk-pair experiment's).
+pub const PAIR_CHUNKER: &str = "words:dynamic";
+
+/// The embedding model offered when the user names none (`embed`, `similar`, `eval run`).
+pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
