@@ -259,7 +259,7 @@ class Store:
         self,
         query: str,
         *,
-        k: int = 10,
+        k: int | None = None,
         mode: str | None = None,
         level: str | None = None,
         aggregate: str | None = None,
@@ -273,7 +273,8 @@ class Store:
         exact: bool = False,
         strategy: str | None = None,
     ) -> list[Result]:
-        """The ``k`` best results for ``query``.
+        """The ``k`` best results for ``query`` (``k`` left out: the store's default strategy's,
+        10 unless ``ckeep eval recommend --apply`` recorded another).
 
         ``mode``: ``bm25`` (default), ``dense``, ``hybrid``, ``hybrid:rrf``, ``hybrid:linear=W``.
         ``level``: ``chunk`` (default) or ``doc``; ``aggregate`` ranks documents from their chunks

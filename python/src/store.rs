@@ -9,8 +9,8 @@ use anyhow::{Context, anyhow, bail};
 use ckeep_core::Document;
 use ckeep_embed::Embedder;
 use ckeep_engine::{
-    AnalyzerChoice, DedupOptions, Engine, Lease, MetadataFilter, ModelSet, PairModel, ReaderPool,
-    SearchRequest, StrategyFields,
+    AnalyzerChoice, DedupOptions, Engine, Inputs, Lease, MetadataFilter, ModelSet, PairModel,
+    ReaderPool, SearchRequest, StrategyFields,
 };
 use ckeep_store::{DynStore, StoreRead, StoreWrite};
 use ckeep_text::{ChunkerSpec, LoadOptions, Loader};
@@ -191,34 +191,9 @@ impl Store {
     ) -> PyResult<String> {
         let opts = AddOptions { chunker, model, analyzer, size_unit };
         detached(py, || {
-            let loader = Loader::new(LoadOptions { lossy, ..LoadOptions::default() });
-            let sources = loader.sources(&paths)?;
-            if sources.is_empty() {
-                bail!(usage(format!(
-                    "no loadable files there (known extensions: {})",
-                    ckeep_text::load::KNOWN_EXTENSIONS
-                )));
-            }
-            let mut docs = Vec::new();
-            let mut problems = Vec::new();
-            for source in &sources {
-                match loader.load(source) {
-                    Ok(loaded) => docs.extend(loaded.documents),
-                    Err(e) => problems.push(e),
-                }
-            }
-            if !problems.is_empty() {
-                let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
-                let message = format!(
-                    "{} input(s) cannot be loaded; nothing was added:\n{}",
-                    problems.len(),
-                    list.join("\n")
-                );
-                if problems.iter().all(ckeep_text::Error::is_user_error) {
-                    bail!(usage(message));
-                }
-                bail!(message);
-            }
+            let load = LoadOptions { lossy, ..LoadOptions::default() };
+            let inputs = Inputs { paths, load, keep_going: false };
+            let docs = inputs.check("added", || {})?.documents(|_| {}).collect::<Result<_, _>>()?;
             self.ingest(docs, &opts)
         })
     }
@@ -468,8 +443,8 @@ impl Store {
     /// `ckeep check --json`.
     fn check(&self, py: Python<'_>) -> PyResult<String> {
         detached(py, || {
-            let report = self.read(|engine| Ok(engine.store().check()?))?;
-            Ok(json!({"ok": report.is_ok(), "report": report}).to_string())
+            let check = self.read(|engine| Ok(engine.searcher()?.check()?))?;
+            Ok(serde_json::to_string(&check)?)
         })
     }
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,25 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
     assert 0 < len(results) <= 3
     assert results[0].doc_id.endswith("bm25.md")
     assert "BM25" in results[0].text
+
+
+def test_a_search_without_k_takes_the_stores_default(tmp_path: Path) -> None:
+    store_dir = tmp_path / "s"
+    cli("add", str(CORPUS_JSONL), "--chunker", "sentences", store=store_dir)
+    # The default `ckeep eval recommend --apply` would record, written where it records it.
+    db = sqlite3.connect(store_dir / "ckeep.sqlite")
+    (manifest,) = db.execute("SELECT value FROM meta WHERE key = 'manifest'").fetchone()
+    manifest = json.loads(manifest)
+    manifest["default_strategy"] = "mode=bm25,level=chunk,k=2"
+    manifest["default_strategy_from"] = "a test"
+    db.execute("UPDATE meta SET value = ? WHERE key = 'manifest'", (json.dumps(manifest),))
+    db.commit()
+    db.close()
+    store = ckeep.Store(store_dir)
+    assert len(store.search("the")) == 2
+    assert store.search_json("the")["strategy"] == "mode=bm25,level=chunk,k=2"
+    assert len(store.search("the", k=4)) == 4, "an explicit k still wins"
+    assert cli("search", "the", store=store_dir)["strategy"] == "mode=bm25,level=chunk,k=2"
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -249,12 +249,18 @@ pub struct LoadFlags {
 }
 
 impl LoadFlags {
-    /// A loader with these options.
-    pub fn loader(&self) -> ckeep_text::Loader {
-        ckeep_text::Loader::new(ckeep_text::LoadOptions {
-            lossy: self.lossy,
-            max_doc_bytes: self.max_doc_bytes,
-        })
+    /// How these options read files.
+    pub fn options(&self) -> ckeep_text::LoadOptions {
+        ckeep_text::LoadOptions { lossy: self.lossy, max_doc_bytes: self.max_doc_bytes }
+    }
+
+    /// `paths` to read with these options.
+    pub fn inputs(&self, paths: &[std::path::PathBuf]) -> ckeep_engine::Inputs {
+        ckeep_engine::Inputs {
+            paths: paths.to_vec(),
+            load: self.options(),
+            keep_going: self.keep_going,
+        }
     }
 }
 

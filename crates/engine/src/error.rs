@@ -47,6 +47,17 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// Inputs that do not load, each named: the whole operation is refused (the input's fault
+    /// when every failure is).
+    #[error("{} input(s) cannot be loaded; nothing was {verb}:\n{}", failures.len(), failures.join("\n"))]
+    Unloadable {
+        /// Each failure, naming its file.
+        failures: Vec<String>,
+        /// What was refused (`added`, `synced`).
+        verb: String,
+        /// Whether every failure is the input's fault.
+        user: bool,
+    },
     /// No document of that id is stored (user error).
     #[error("no document `{0}` in the store")]
     DocumentNotFound(String),
@@ -97,6 +108,8 @@ impl Error {
             | Self::AnalyzerUnknown { .. }
             | Self::ModelMismatch { .. } => ErrorCode::Conflict,
             Self::DocumentNotFound(_) => ErrorCode::NotFound,
+            Self::Unloadable { user: true, .. } => ErrorCode::InvalidParameter,
+            Self::Unloadable { user: false, .. } => ErrorCode::Internal,
             Self::Strategy { .. } | Self::Invalid(_) | Self::ModelRequired(_) => {
                 ErrorCode::InvalidParameter
             }
@@ -118,6 +131,9 @@ impl Error {
                 Some(format!("use --model {stored}, or another --store"))
             }
             Self::DocumentNotFound(_) => Some("search the store to see the ids it holds".into()),
+            Self::Unloadable { .. } => {
+                Some("fix or leave out those inputs, or skip them with --keep-going".into())
+            }
             Self::Store(_)
             | Self::Load(_)
             | Self::Strategy { .. }
@@ -224,6 +240,8 @@ mod tests {
     #[test]
     fn every_error_variant_has_its_code() {
         let io = std::io::Error::from;
+        let unloadable =
+            |user| Error::Unloadable { failures: vec!["a".into()], verb: "added".into(), user };
         let both = |stored: &str| (stored.to_string(), "b".to_string());
         let (stored, requested) = both("a");
         let cases: Vec<(Box<dyn StdError>, ErrorCode)> = vec![
@@ -234,6 +252,8 @@ mod tests {
             ),
             (Box::new(Error::ModelRequired("m".into())), ErrorCode::InvalidParameter),
             (Box::new(Error::DocumentNotFound("d".into())), ErrorCode::NotFound),
+            (Box::new(unloadable(true)), ErrorCode::InvalidParameter),
+            (Box::new(unloadable(false)), ErrorCode::Internal),
             (
                 Box::new(Error::ChunkerMismatch {
                     stored: stored.clone(),

@@ -33,6 +33,7 @@ mod expand;
 mod fault;
 mod filtered;
 mod ingest;
+mod inputs;
 mod lexical;
 mod manifest;
 mod models;
@@ -76,6 +77,7 @@ pub use expand::Expansion;
 pub use fault::{ErrorBody, ErrorCode, McpAnswer, Rendering, UsageError};
 pub use filtered::{FilterPlan, FilteredBy};
 pub use ingest::{Ingest, IngestReport};
+pub use inputs::{CheckedInputs, Inputs};
 pub use lexical::{LexicalParams, PLAIN_FIELD, Thousandths};
 pub use models::{ModelSet, load_model, stored_model};
 pub use overrides::{FilterSyntax, StrategyChoices, StrategyFields, StrategyOverrides};
@@ -85,7 +87,7 @@ pub use pair_model::{
     features as pair_features,
 };
 pub use pool::{Lease, ReaderPool};
-pub use report::{AddReport, Skipped, StoreSummary};
+pub use report::{AddReport, Skipped, StoreCheck, StoreSummary};
 pub use represent::{
     ContextParts, Fields, PLAIN_REPR, Representation, parse_list as parse_representations,
 };

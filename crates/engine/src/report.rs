@@ -2,10 +2,11 @@
 //! `ckeep add --json` and Python's `Store.add`; `ckeep stats --json`, Python's `Store.stats` and
 //! `GET /stats`.
 
-use ckeep_store::{Manifest, StoreRead, StoreStats};
+use ckeep_store::{CheckReport, Manifest, StoreRead, StoreStats};
 use serde::Serialize;
 
 use crate::engine::Searcher;
+use crate::vectors::GraphCheck;
 use crate::error::Result;
 use crate::ingest::IngestReport;
 use crate::strategy::DefaultStrategy;
@@ -33,6 +34,33 @@ impl<S: StoreRead> Searcher<'_, S> {
             manifest,
             stats: self.store().stats()?,
         })
+    }
+}
+
+/// What `check` found: the store's own check (every span, parent and count), each stored
+/// HNSW graph read back against the vectors (a damaged one is a problem of the store's), and
+/// whether the store is sound. `ckeep check --json`, Python's `Store.check`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreCheck {
+    /// Whether nothing is wrong.
+    pub ok: bool,
+    /// The store's check, with the graphs' problems among its problems.
+    pub report: CheckReport,
+    /// Each stored graph: current, how far behind, or why it cannot be used.
+    pub graphs: Vec<GraphCheck>,
+}
+
+impl<S: StoreRead> Searcher<'_, S> {
+    /// The store checked, graphs included.
+    pub fn check(&self) -> Result<StoreCheck> {
+        let mut report = self.store().check()?;
+        let graphs = self.engine.vectors().check()?;
+        for g in &graphs {
+            if let Some(p) = &g.problem {
+                report.problems.push(format!("HNSW graph of `{}`: {p}", g.representation));
+            }
+        }
+        Ok(StoreCheck { ok: report.is_ok(), report, graphs })
     }
 }
 

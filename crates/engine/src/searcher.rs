@@ -86,8 +86,12 @@ impl<'e, S: StoreRead> Searcher<'e, S> {
                 "`model={m}`: this server answers with the model it was started with; a request cannot name another"
             )));
         }
-        match (&manifest.model, self.model_for(asked)) {
-            (Some(_), Some(spec)) => self.engine.more_models.load(&spec),
+        // A model named is loaded first: one that is not there is a model's error, whatever
+        // the store holds.
+        let loaded = self.model_for(asked).map(|spec| self.engine.more_models.load(&spec));
+        match (&manifest.model, loaded) {
+            (_, Some(Err(e))) => Err(e),
+            (Some(_), Some(Ok(model))) => Ok(model),
             _ => Err(Error::ModelRequired(
                 "the store has no vectors: it was built without a model; embed its chunks with `ckeep add --model NAME` (no inputs)".into(),
             )),

@@ -292,23 +292,8 @@ async fn load_path(path: String) -> Result<Vec<ckeep_core::Document>, ApiError> 
         return Err(ApiError::invalid("`path` must name a file or folder"));
     }
     tokio::task::spawn_blocking(move || {
-        let loader = ckeep_text::Loader::new(ckeep_text::LoadOptions::default());
-        let sources = loader
-            .sources(&[PathBuf::from(&path)])
-            .map_err(|e| ApiError::from(ckeep_engine::Error::Load(e)))?;
-        if sources.is_empty() {
-            return Err(ApiError::invalid(format!(
-                "no loadable files under {path} (known extensions: {})",
-                ckeep_text::load::KNOWN_EXTENSIONS
-            )));
-        }
-        let mut docs = Vec::new();
-        for source in &sources {
-            // The loader's errors name the file already.
-            let loaded =
-                loader.load(source).map_err(|e| ApiError::from(ckeep_engine::Error::Load(e)))?;
-            docs.extend(loaded.documents);
-        }
+        let inputs = ckeep_engine::Inputs::new(vec![PathBuf::from(&path)]);
+        let docs = inputs.check("added", || {})?.documents(|_| {}).collect::<Result<_, _>>()?;
         Ok(docs)
     })
     .await

@@ -3,12 +3,10 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::bail;
 use ckeep_engine::{AddReport, IngestReport, Skipped};
 use ckeep_store::DynStore;
-use ckeep_text::load::Checked;
 
-use super::ingest::{check_inputs, open_with_model, skipped, stage_progress, warn_unspaced};
+use super::ingest::{check_inputs, open_with_model, stage_progress, warn_unspaced};
 use crate::flags::{
     ANALYZER_HELP, LoadFlags, PRECISION_HELP, QUANTIZE_HELP, chunker_help, model_long_help,
     parse_analyzer, parse_chunker, parse_fields, parse_quantize, parse_repr, parse_size_unit,
@@ -86,42 +84,21 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
     if args.paths.is_empty() {
         return derive_only(store, args, no_cache, out, started);
     }
-    let loader = args.load.loader();
-    let sources = loader.sources(&args.paths)?;
-    if sources.is_empty() {
-        bail!(
-            "no loadable files under {} (known extensions: {})",
-            display_paths(&args.paths),
-            ckeep_text::load::KNOWN_EXTENSIONS
-        );
-    }
-
     // Pass 1: load and check every input before touching the store.
-    let checked = check_inputs(&loader, sources, args.load.keep_going, "added", out)?;
-    let skipped = skipped(&checked);
-    let docs_total = checked.documents_known();
-    let Checked { loaded: valid, warnings, .. } = checked;
+    let checked = check_inputs(&args.load.inputs(&args.paths), "added", out)?;
+    let (skipped, warnings) = (checked.skipped.clone(), checked.warnings.clone());
 
     // Pass 2: chunk, index and write in batches.
     let mut engine =
         open_with_model(store, args.model().as_deref(), args.analyzer, no_cache, true)?;
     let chunker = engine.searcher()?.chunker_for(args.chunker.as_ref(), args.size_unit)?;
-    let bar = out.progress(docs_total, "indexing");
+    let bar = out.progress(checked.documents_known(), "indexing");
     let mut ingest = engine.writer().ingest(&chunker)?;
     require(&mut ingest, args)?;
-    for (source, loaded) in valid {
-        let loaded = if let Some(l) = loaded {
-            l
-        } else {
-            let l = loader.load(&source)?;
-            bar.inc_length(l.documents.len() as u64);
-            l
-        };
-        for doc in loaded.documents {
-            ingest.add(doc)?;
-            bar.inc(1);
-        }
-    }
+    checked.add_to(&mut ingest, |reread| {
+        bar.inc_length(reread);
+        bar.inc(1);
+    })?;
     let mut report = ingest.finish_with(&mut stage_progress(&bar))?;
     add_further_models(&mut engine, args, &mut report, no_cache, &bar)?;
     bar.finish_and_clear();
@@ -291,8 +268,4 @@ fn print_report(
         }
     }
     Ok(())
-}
-
-fn display_paths(paths: &[std::path::PathBuf]) -> String {
-    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }

@@ -67,19 +67,11 @@ pub fn rm(store: &str, args: &RmArgs, out: &Output) -> anyhow::Result<ExitCode> 
 }
 
 pub fn check(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
-    let engine = super::open(store)?;
-    let mut report = engine.store().check()?;
-    let graphs = engine.vectors().check()?;
-    for g in &graphs {
-        if let Some(p) = &g.problem {
-            report.problems.push(format!("HNSW graph of `{}`: {p}", g.representation));
-        }
-    }
+    let check = super::open(store)?.searcher()?.check()?;
+    let (report, graphs) = (&check.report, &check.graphs);
     if out.json {
-        out.print_json(
-            &serde_json::json!({"ok": report.is_ok(), "report": report, "graphs": graphs}),
-        )?;
-    } else if report.is_ok() {
+        out.print_json(&check)?;
+    } else if check.ok {
         outln!(
             "ok: {} documents, {} chunks; every span, parent and count checks out",
             report.documents,
@@ -114,5 +106,5 @@ pub fn check(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    Ok(if report.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if check.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

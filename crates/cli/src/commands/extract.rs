@@ -53,8 +53,8 @@ pub fn run(args: &ExtractArgs, out: &Output) -> anyhow::Result<ExitCode> {
     if args.paths.iter().any(|p| p.as_os_str() == "-") {
         bail!(UsageError("extract reads files and folders; pipe text to `ckeep add -`".into()));
     }
-    let loader = args.load.loader();
-    let sources = loader.sources(&args.paths)?;
+    let inputs = args.load.inputs(&args.paths);
+    let (loader, sources) = (inputs.loader(), inputs.sources()?);
     let bar = out.progress(sources.len() as u64, "extracting");
     let mut stats: BTreeMap<&'static str, FormatStats> = BTreeMap::new();
     let mut loaded = Vec::new();
@@ -91,7 +91,10 @@ pub fn run(args: &ExtractArgs, out: &Output) -> anyhow::Result<ExitCode> {
     }
     bar.finish_and_clear();
     let failures: Vec<&ckeep_text::Error> = failures.iter().collect();
-    super::ingest::refuse_or_skip(&failures, args.load.keep_going, "extracted", out)?;
+    inputs.refuse_unless_skipping(&failures, "extracted")?;
+    for f in &failures {
+        out.warn(format!("skipped: {f}"));
+    }
     if args.stats {
         print_stats(&stats, out)?;
     } else if out.json {

@@ -1,76 +1,25 @@
 //! What `add`, `sync`, `watch` and `extract` share: checking every input before the store is
 //! touched, opening the store with its model, progress, and reporting what was written.
 
-use anyhow::bail;
-use ckeep_engine::{Engine, IngestReport, Skipped, SyncReport};
+use ckeep_engine::{CheckedInputs, Engine, IngestReport, Inputs, SyncReport};
 use ckeep_store::DynStore;
-use ckeep_text::Loader;
-use ckeep_text::load::{Checked, Source};
 
 use crate::output::{Output, outln};
 
-/// Inputs checked in the first pass are kept in memory up to this many bytes of text, so small
-/// and medium corpora are read once; larger ones are read again in the second pass.
-const KEEP_LOADED_BYTES: usize = 512 << 20;
-
-/// Loads and checks every source before the store is touched (pass 1 of `add` and `sync`),
-/// with a progress bar. A source that does not load stops the command, naming every such
-/// source, unless `keep_going` skips them (with a warning each).
-pub fn check_inputs(
-    loader: &Loader,
-    sources: Vec<Source>,
-    keep_going: bool,
-    verb: &str,
-    out: &Output,
-) -> anyhow::Result<Checked> {
-    let bar = out.progress(sources.len() as u64, "checking");
-    let checked = loader.check_all(sources, KEEP_LOADED_BYTES, || bar.inc(1));
+/// Loads and checks every input before the store is touched (pass 1 of `add` and `sync`, by
+/// the engine's rules: [`Inputs::check`]), with a progress bar, and warns of what the loaders
+/// warned of and what `--keep-going` skipped.
+pub fn check_inputs(inputs: &Inputs, verb: &str, out: &Output) -> anyhow::Result<CheckedInputs> {
+    let bar = out.progress(inputs.sources()?.len() as u64, "checking");
+    let checked = inputs.check(verb, || bar.inc(1))?;
     bar.finish_and_clear();
     for w in &checked.warnings {
         out.warn(w);
     }
-    let failures: Vec<&ckeep_text::Error> = checked.failed.iter().map(|(_, e)| e).collect();
-    refuse_or_skip(&failures, keep_going, verb, out)?;
+    for s in &checked.skipped {
+        out.warn(format!("skipped: {}", s.error));
+    }
     Ok(checked)
-}
-
-/// Inputs that did not load stop the command, every one named, unless `keep_going`, which
-/// skips them with a warning each.
-pub fn refuse_or_skip(
-    failures: &[&ckeep_text::Error],
-    keep_going: bool,
-    verb: &str,
-    out: &Output,
-) -> anyhow::Result<()> {
-    if failures.is_empty() {
-        return Ok(());
-    }
-    let list: Vec<String> = failures.iter().map(ToString::to_string).collect();
-    if !keep_going {
-        let message = format!(
-            "{} input(s) cannot be loaded; nothing was {verb} (use --keep-going to skip them):\n{}",
-            list.len(),
-            list.join("\n")
-        );
-        // The input's fault only when every failure is (a read error may be the machine's).
-        if failures.iter().all(|e| e.is_user_error()) {
-            bail!(crate::UsageError(message));
-        }
-        bail!(message);
-    }
-    for s in &list {
-        out.warn(format!("skipped: {s}"));
-    }
-    Ok(())
-}
-
-/// The sources `--keep-going` skipped, for the JSON report.
-pub fn skipped(checked: &Checked) -> Vec<Skipped> {
-    checked
-        .failed
-        .iter()
-        .map(|(source, e)| Skipped { source: source.name(), error: e.to_string() })
-        .collect()
 }
 
 /// The store (created when `create`), with `analyzer` for a new one and the model `model`

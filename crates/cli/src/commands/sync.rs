@@ -8,9 +8,7 @@ use ckeep_engine::{Engine, SyncPlan, SyncReport};
 use ckeep_store::DynStore;
 use serde::Serialize;
 
-use super::ingest::{
-    check_inputs, open_with_model, print_ids, skipped, stage_progress, warn_unspaced,
-};
+use super::ingest::{check_inputs, open_with_model, print_ids, stage_progress, warn_unspaced};
 use crate::UsageError;
 use crate::flags::{IndexFlags, LoadFlags};
 use crate::output::{Output, human_bytes, outln};
@@ -65,12 +63,10 @@ pub fn run(store: &str, args: &SyncArgs, no_cache: bool, out: &Output) -> anyhow
     if let Some(missing) = args.paths.iter().find(|p| !p.exists()) {
         bail!(UsageError(format!("{}: no such file or directory", missing.display())));
     }
-    let loader = args.load.loader();
     // A missing PATH is an error, never "everything under it was deleted".
-    let sources = loader.sources(&args.paths)?;
-    let checked = check_inputs(&loader, sources, args.load.keep_going, "synced", out)?;
-    let skipped = skipped(&checked);
-    let warnings = checked.warnings.clone();
+    let checked = check_inputs(&args.load.inputs(&args.paths), "synced", out)?;
+    let (skipped, warnings) = (checked.skipped.clone(), checked.warnings.clone());
+    let (checked, loader) = checked.into_checked();
 
     let mut engine = if args.dry_run {
         open_for_plan(store)?

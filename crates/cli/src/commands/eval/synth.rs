@@ -158,23 +158,8 @@ fn documents(
         return Ok((data.docs, data.name));
     }
     if !args.docs.is_empty() {
-        let loader = args.load.loader();
-        let sources = loader.sources(&args.docs)?;
-        if sources.is_empty() {
-            bail!(UsageError(format!(
-                "no loadable files under the --docs paths (known extensions: {})",
-                ckeep_text::load::KNOWN_EXTENSIONS
-            )));
-        }
-        let checked = check_inputs(&loader, sources, args.load.keep_going, "used", out)?;
-        let mut docs = Vec::new();
-        for (source, loaded) in checked.loaded {
-            let loaded = match loaded {
-                Some(l) => l,
-                None => loader.load(&source)?,
-            };
-            docs.extend(loaded.documents);
-        }
+        let checked = check_inputs(&args.load.inputs(&args.docs), "used", out)?;
+        let docs = checked.documents(|_| {}).collect::<Result<Vec<_>, _>>()?;
         return Ok((docs, "the --docs files".into()));
     }
     let engine = super::super::open(store)?;
