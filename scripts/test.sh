@@ -85,7 +85,7 @@ export CKEEP_BUILT=1
 export PYO3_BUILD_EXTENSION_MODULE=1
 run() { [ "$tier" = all ] || [ "$tier" = "$1" ]; }
 rust_tests() {
-  phase "  cargo test (both tiers, doctests)" cargo test --workspace -- --include-ignored
+  phase "  cargo test (both tiers, doctests)" cargo test --workspace --no-fail-fast -- --include-ignored
   # The README's first set-up command, as printed but on the debug build and a scratch store.
   phase "  demo (scripts/demo.sh)" env CKEEP_BIN=target/debug/ckeep CKEEP_STORE=target/ci-demo \
     bash -c 'rm -rf target/ci-demo target/ci-demo-dense && scripts/demo.sh > /dev/null'
