@@ -6,10 +6,10 @@ use ckeep_store::{CheckReport, Manifest, StoreRead, StoreStats};
 use serde::Serialize;
 
 use crate::engine::Searcher;
-use crate::vectors::GraphCheck;
 use crate::error::Result;
 use crate::ingest::IngestReport;
 use crate::strategy::DefaultStrategy;
+use crate::vectors::GraphCheck;
 
 /// A store at a glance: where it is, what it was built with, and its counts and sizes.
 #[derive(Debug, Clone, Serialize)]
