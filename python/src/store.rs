@@ -9,8 +9,8 @@ use anyhow::{Context, anyhow, bail};
 use ckeep_core::Document;
 use ckeep_embed::Embedder;
 use ckeep_engine::{
-    AnalyzerChoice, DedupOptions, Engine, Inputs, Lease, MetadataFilter, ModelSet, PairModel,
-    ReaderPool, SearchRequest, StrategyFields,
+    AnalyzerChoice, DedupOptions, DocumentPart, Engine, Inputs, Lease, MetadataFilter, ModelSet,
+    PairModel, ReaderPool, SearchRequest, StrategyFields,
 };
 use ckeep_store::{DynStore, StoreRead, StoreWrite};
 use ckeep_text::{ChunkerSpec, LoadOptions, Loader};
@@ -269,27 +269,18 @@ impl Store {
     /// A document: `ckeep show --json` with its text.
     fn show(&self, py: Python<'_>, doc_id: String) -> PyResult<String> {
         detached(py, || {
-            let doc = self.read(|engine| stored(engine, &doc_id))?;
-            let mut value = doc.describe();
-            value["text"] = Value::String(doc.document.text);
-            Ok(value.to_string())
+            let view =
+                self.read(|engine| Ok(engine.searcher()?.view(&doc_id, DocumentPart::Text)?))?;
+            Ok(serde_json::to_string(&view)?)
         })
     }
 
     /// A document's chunks: `ckeep show --chunks --json`'s list.
     fn chunks(&self, py: Python<'_>, doc_id: String) -> PyResult<String> {
         detached(py, || {
-            let (doc, chunks) = self.read(|engine| {
-                Ok((stored(engine, &doc_id)?, engine.store().chunks_of(&doc_id)?))
-            })?;
-            let text = &doc.document.text;
-            let mut out = Vec::new();
-            for c in chunks {
-                let mut v = serde_json::to_value(&c)?;
-                v["text"] = Value::String(c.chunk.span.slice(text).to_string());
-                out.push(v);
-            }
-            Ok(Value::Array(out).to_string())
+            let view =
+                self.read(|engine| Ok(engine.searcher()?.view(&doc_id, DocumentPart::Chunks)?))?;
+            Ok(serde_json::to_string(&view.chunks.unwrap_or_default())?)
         })
     }
 
@@ -447,11 +438,6 @@ impl Store {
             Ok(serde_json::to_string(&check)?)
         })
     }
-}
-
-/// A stored document, or the caller's mistake naming the id.
-fn stored(engine: &Eng, id: &str) -> anyhow::Result<ckeep_store::StoredDocument> {
-    Ok(engine.searcher()?.document(id)?)
 }
 
 /// The response as JSON, each result with its spans also counted in characters, which is what

@@ -64,7 +64,7 @@ pub fn similar(
             }
         }
         let scorer = Scoring { model, chunker, top_k, cache }.scorer()?;
-        let mut report = scorer.report(&a, &b, threshold, explain)?;
+        let mut report = serde_json::to_value(scorer.report(&a, &b, threshold, explain)?)?;
         for m in report["top"].as_array_mut().into_iter().flatten() {
             for (side, text) in [("a", &a), ("b", &b)] {
                 let span = &m[side]["span"];

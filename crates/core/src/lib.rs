@@ -37,6 +37,24 @@ pub struct Span {
     pub end: usize,
 }
 
+/// A span as JSON has it: `[start, end]`.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Span {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Span".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "array",
+            "description": "a half-open byte range [start, end) into the document's stored text",
+            "items": {"type": "integer", "minimum": 0},
+            "minItems": 2,
+            "maxItems": 2
+        })
+    }
+}
+
 impl Span {
     /// Builds a span; `start` must not exceed `end`.
     pub fn new(start: usize, end: usize) -> Self {
@@ -165,6 +183,7 @@ impl ContentHash {
 /// Chunks of one document are numbered by `ordinal` in pre-order (a parent comes before its
 /// children, siblings in text order); `parent` is the parent's ordinal. Depth 0 is the top.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Chunk {
     /// Bytes of the document this chunk covers.
     pub span: Span,
@@ -190,6 +209,7 @@ impl Chunk {
 
 /// The store's identifier of one stored chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct ChunkId(pub i64);
 

@@ -28,6 +28,7 @@ pub struct SourceMap {
 
 /// Where a span of extracted text came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Location {
     /// The pages the span touches, first to last (PDF).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -110,6 +110,7 @@ impl FromStr for Diversify {
 
 /// What two results' similarity was computed from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SimilarityOf {
     /// The chunks' stored embeddings (the plain representation).
@@ -129,6 +130,7 @@ impl fmt::Display for SimilarityOf {
 
 /// Why a result stands where MMR put it (`--explain`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Redundancy {
     /// The weight of relevance.
     pub lambda: f32,

@@ -108,12 +108,13 @@ impl Error {
             | Self::AnalyzerUnknown { .. }
             | Self::ModelMismatch { .. } => ErrorCode::Conflict,
             Self::DocumentNotFound(_) => ErrorCode::NotFound,
-            Self::Unloadable { user: true, .. } => ErrorCode::InvalidParameter,
-            Self::Unloadable { user: false, .. } => ErrorCode::Internal,
-            Self::Strategy { .. } | Self::Invalid(_) | Self::ModelRequired(_) => {
-                ErrorCode::InvalidParameter
+            Self::Strategy { .. }
+            | Self::Invalid(_)
+            | Self::ModelRequired(_)
+            | Self::Unloadable { user: true, .. } => ErrorCode::InvalidParameter,
+            Self::Watch { .. } | Self::Server(_) | Self::Unloadable { user: false, .. } => {
+                ErrorCode::Internal
             }
-            Self::Watch { .. } | Self::Server(_) => ErrorCode::Internal,
         }
     }
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 /// What went wrong, as clients branch on it: the same code whichever front end answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// A body that is not JSON (HTTP's own).
@@ -173,6 +174,7 @@ impl std::fmt::Display for ErrorCode {
 
 /// An error as every front end shows it, inside `{"error": …}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorBody {
     /// The stable code.
     pub code: ErrorCode,

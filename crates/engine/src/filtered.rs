@@ -121,6 +121,7 @@ impl FilterCache {
 
 /// How a filtered dense search found its candidates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum FilteredBy {
     /// Every matching chunk scored exactly (few match, or the collection has no graph).
@@ -158,6 +159,7 @@ impl FilteredBy {
 
 /// What a filter let through and how the dense search used it: `--explain`'s account.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FilterPlan {
     /// Documents whose metadata passes.
     pub documents: usize,

@@ -30,6 +30,7 @@ const BATCH_BYTES: usize = 32 << 20;
 
 /// What an ingest did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct IngestReport {
     /// Documents offered.
     pub documents: u64,

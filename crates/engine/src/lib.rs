@@ -54,6 +54,7 @@ mod strategy;
 mod summarize;
 mod sync;
 mod vectors;
+mod view;
 #[cfg(feature = "watch")]
 mod watch;
 mod writer;
@@ -96,13 +97,14 @@ pub use request::{
 };
 
 pub use similar::{
-    ChunkPair, EmbeddedText, MAX_FURTHER_PAIR_MODELS, ModelPairScore, PairScore, PairScorer,
-    TextVectors,
+    ChunkPair, EmbeddedText, MAX_FURTHER_PAIR_MODELS, MatchedPair, ModelPairScore, PairScore,
+    PairScorer, PairSide, SimilarReport, TextVectors,
 };
 pub use stage::{DeriveProgress, DeriveReport, StageReport};
 pub use strategy::{DefaultStrategy, Level, Mode, Strategy};
 pub use summarize::{LoadedSummarizer, Summarizer};
 pub use sync::{SyncPlan, SyncReport};
 pub use vectors::{ANN_MIN_VECTORS, GraphCheck, VectorIndex, VectorIndexBuild};
+pub use view::{ChunkView, DocumentPart, DocumentView, SpanText};
 #[cfg(feature = "watch")]
 pub use watch::{Changes, ChangesReport, Debounce, FolderWatch};

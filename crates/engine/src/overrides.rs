@@ -92,6 +92,7 @@ impl StrategyOverrides {
 /// `POST /search` accepts beside `query` (flattened into its body), what MCP's `search` tool
 /// and Python's `Store.search` fill in.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StrategyFields {
     /// A whole strategy spec (`mode=hybrid,level=doc,agg=mean:3`); default: the default strategy.
     #[serde(default)]
@@ -174,6 +175,7 @@ impl StrategyFields {
 /// condition is typed: `GET /strategy`, which the playground builds its controls from, so its
 /// menus follow the engine instead of a copy.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StrategyChoices {
     /// Typical values of each part, by field name (`mode`, `level`, `agg`, `expand`,
     /// `diversify`).
@@ -186,6 +188,7 @@ pub struct StrategyChoices {
 
 /// How a filter condition is typed.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FilterSyntax {
     /// Its form.
     pub condition: &'static str,

@@ -13,6 +13,7 @@ use crate::vectors::GraphCheck;
 
 /// A store at a glance: where it is, what it was built with, and its counts and sizes.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StoreSummary {
     /// The store's location.
     pub store: String,
@@ -41,6 +42,7 @@ impl<S: StoreRead> Searcher<'_, S> {
 /// HNSW graph read back against the vectors (a damaged one is a problem of the store's), and
 /// whether the store is sound. `ckeep check --json`, Python's `Store.check`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StoreCheck {
     /// Whether nothing is wrong.
     pub ok: bool,
@@ -66,6 +68,7 @@ impl<S: StoreRead> Searcher<'_, S> {
 
 /// An input left out of an `add` (`--keep-going`), with why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Skipped {
     /// The file (or `stdin`).
     pub source: String,
@@ -77,6 +80,7 @@ pub struct Skipped {
 /// warnings a user should read (the loaders', and a store's analyzer that cannot split the
 /// documents' script).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AddReport {
     /// The store's location.
     pub store: String,

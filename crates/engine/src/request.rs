@@ -123,6 +123,7 @@ impl SearchLimits {
 
 /// Results in the JSON shape of DESIGN.md.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SearchResponse {
     /// The query.
     pub query: String,
@@ -155,6 +156,7 @@ pub struct SearchTiming {
 
 /// One result: a chunk, or a document with the chunks that ranked it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SearchResult {
     /// 1-based rank.
     pub rank: usize,
@@ -182,6 +184,7 @@ pub struct SearchResult {
 
 /// A chunk behind a result.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ResultChunk {
     /// Its id.
     pub chunk_id: ChunkId,
@@ -193,6 +196,7 @@ pub struct ResultChunk {
 
 /// Score components of one result.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Explanation {
     /// Scoring mode.
     pub mode: String,
@@ -221,6 +225,7 @@ pub struct Explanation {
 
 /// One fused list's part in a chunk's score.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ListExplanation {
     /// `bm25`, or the embedding model of a dense list.
     pub list: String,
@@ -234,6 +239,7 @@ pub struct ListExplanation {
 
 /// Score components of one chunk.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ChunkExplanation {
     /// The chunk.
     pub chunk_id: ChunkId,

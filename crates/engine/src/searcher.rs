@@ -32,7 +32,7 @@ impl<'e, S: StoreRead> Searcher<'e, S> {
     }
 
     /// Runs a search in this snapshot, rerank stage included (the snapshot is held during the
-    /// reranker's call; [`Engine::search`] lets it go first).
+    /// reranker's call; [`crate::Engine::search`] lets it go first).
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
         crate::rerank::staged(
             req,

@@ -75,6 +75,7 @@ pub struct PairScore {
 
 /// A further model's scores of a pair.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelPairScore {
     /// The model's name.
     pub model: String,
@@ -84,6 +85,59 @@ pub struct ModelPairScore {
     pub whole: f32,
     /// Cosine of its most similar chunk pair (the whole-text cosine if a text has no chunks).
     pub top_cosine: f32,
+}
+
+/// Two texts compared: `ckeep similar --json`, `POST /similar`, MCP's `similar`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SimilarReport {
+    /// Mean cosine of the top-k chunk pairs.
+    pub chunk_pair: f32,
+    /// Cosine of the two whole texts.
+    pub whole: f32,
+    /// The duplicate threshold the verdicts use.
+    pub threshold: f64,
+    /// Whether the chunk-pair score reaches the threshold.
+    pub duplicate: bool,
+    /// Whether the whole-text cosine reaches it.
+    pub whole_duplicate: bool,
+    /// The model.
+    pub model: String,
+    /// The chunker the texts were cut with.
+    pub chunker: String,
+    /// Chunk pairs averaged.
+    pub top_k: usize,
+    /// How many chunks each text has.
+    pub chunks: [usize; 2],
+    /// With `explain`: the chunk pairs behind the score, most similar first (else `null`).
+    pub top: Option<Vec<MatchedPair>>,
+    /// The same scores by each further model of the scorer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub further_models: Vec<ModelPairScore>,
+}
+
+/// One pair of matching chunks, with their spans and text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct MatchedPair {
+    /// Their cosine.
+    pub cosine: f32,
+    /// The chunk of the first text.
+    pub a: PairSide,
+    /// The chunk of the second text.
+    pub b: PairSide,
+}
+
+/// A chunk of one of two compared texts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PairSide {
+    /// Its index among the text's chunks.
+    pub chunk: usize,
+    /// Its byte span in the text.
+    pub span: Span,
+    /// Its text.
+    pub text: String,
 }
 
 /// Chunks, embeds and scores texts.
@@ -206,48 +260,42 @@ impl PairScorer {
             .collect())
     }
 
-    /// The JSON report of `a` and `b` (as `ckeep similar --json` and the server print it):
+    /// The report of `a` and `b` (as `ckeep similar --json`, the server and MCP give it):
     /// both scores, the verdicts at `threshold`, and with `explain` the matching chunk pairs
     /// with spans and text.
-    pub fn report(
-        &self,
-        a: &str,
-        b: &str,
-        threshold: f64,
-        explain: bool,
-    ) -> Result<serde_json::Value> {
+    pub fn report(&self, a: &str, b: &str, threshold: f64, explain: bool) -> Result<SimilarReport> {
         let embedded = self.embed(&[a, b])?;
         let (ea, eb) = (&embedded[0], &embedded[1]);
         let score = self.score(ea, eb);
-        let top: Vec<serde_json::Value> = score
-            .top
-            .iter()
-            .map(|p| {
-                let (sa, sb) = (ea.spans[p.a], eb.spans[p.b]);
-                serde_json::json!({
-                    "cosine": p.cosine,
-                    "a": {"chunk": p.a, "span": sa, "text": sa.slice(a)},
-                    "b": {"chunk": p.b, "span": sb, "text": sb.slice(b)},
+        let side = |chunk: usize, spans: &[Span], text: &str| PairSide {
+            chunk,
+            span: spans[chunk],
+            text: spans[chunk].slice(text).to_string(),
+        };
+        let top = explain.then(|| {
+            score
+                .top
+                .iter()
+                .map(|p| MatchedPair {
+                    cosine: p.cosine,
+                    a: side(p.a, &ea.spans, a),
+                    b: side(p.b, &eb.spans, b),
                 })
-            })
-            .collect();
-        let mut report = serde_json::json!({
-            "chunk_pair": score.chunk_pair,
-            "whole": score.whole,
-            "threshold": threshold,
-            "duplicate": f64::from(score.chunk_pair) >= threshold,
-            "whole_duplicate": f64::from(score.whole) >= threshold,
-            "model": self.embedder.info().name,
-            "chunker": self.chunker.to_string(),
-            "top_k": self.top_k,
-            "chunks": [ea.spans.len(), eb.spans.len()],
-            "top": if explain { serde_json::Value::from(top) } else { serde_json::Value::Null },
+                .collect()
         });
-        if !score.more.is_empty() {
-            // The shape `ModelPairScore` serialises to, as `PairScore` is serialised elsewhere.
-            report["further_models"] = serde_json::json!(score.more);
-        }
-        Ok(report)
+        Ok(SimilarReport {
+            chunk_pair: score.chunk_pair,
+            whole: score.whole,
+            threshold,
+            duplicate: f64::from(score.chunk_pair) >= threshold,
+            whole_duplicate: f64::from(score.whole) >= threshold,
+            model: self.embedder.info().name.clone(),
+            chunker: self.chunker.to_string(),
+            top_k: self.top_k,
+            chunks: [ea.spans.len(), eb.spans.len()],
+            top,
+            further_models: score.more,
+        })
     }
 
     /// Scores a pair of embedded texts (by every model the scorer holds).

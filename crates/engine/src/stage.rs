@@ -16,6 +16,7 @@ pub struct DeriveReport {
 
 /// One summarizer's or representation's work.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StageReport {
     /// `summary lead:128`, `repr late`, …
     pub stage: String,

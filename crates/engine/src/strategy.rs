@@ -487,6 +487,7 @@ fn parse_models(value: &str) -> Result<Vec<String>, String> {
 
 /// The strategy in force when a caller names none, and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DefaultStrategy {
     /// The strategy, as a spec.
     pub strategy: String,

@@ -46,6 +46,7 @@ pub struct TitleField<'a> {
 
 /// How one query term contributed to one chunk's score.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TermExplanation {
     /// The analysed term.
     pub term: String,

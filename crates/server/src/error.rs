@@ -52,18 +52,20 @@ impl ApiError {
     }
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
-    error: Inner<'a>,
+/// An error as the server answers it.
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct ErrorAnswer {
+    error: ErrorWithId,
 }
 
-/// The engine's error body with the request id beside it.
-#[derive(Serialize)]
-struct Inner<'a> {
+/// The engine's error body, with the request id beside it.
+#[derive(Serialize, schemars::JsonSchema)]
+struct ErrorWithId {
     #[serde(flatten)]
     body: ErrorBody,
+    /// The request's id, also in the `x-request-id` header: the key to the server log.
     #[serde(skip_serializing_if = "Option::is_none")]
-    request_id: Option<&'a str>,
+    request_id: Option<String>,
 }
 
 impl IntoResponse for ApiError {
@@ -76,8 +78,8 @@ impl IntoResponse for ApiError {
             body.message =
                 format!("internal error; the server log has the details under request id {id}");
         }
-        let error = Inner { body, request_id: request_id.as_deref() };
-        (self.status, axum::Json(Body { error })).into_response()
+        let error = ErrorWithId { body, request_id };
+        (self.status, axum::Json(ErrorAnswer { error })).into_response()
     }
 }
 

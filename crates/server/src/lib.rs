@@ -58,6 +58,7 @@ pub mod error;
 mod json;
 pub mod mcp;
 pub mod observe;
+mod openapi;
 mod request_id;
 mod routes;
 mod ui;
@@ -75,7 +76,8 @@ use ckeep_engine::Engine;
 use ckeep_store::{DynStore, SqliteStore};
 
 pub use error::ApiError;
-pub use routes::{OPENAPI, ROUTES};
+pub use openapi::openapi;
+pub use routes::ROUTES;
 pub use ui::CONTENT_SECURITY_POLICY;
 pub use workers::StoreEngine;
 

@@ -216,7 +216,9 @@ impl McpServer {
                 .collect::<Result<Vec<_>, _>>()
         });
         let result = match spans.transpose() {
-            Ok(spans) => documents::read_document(&self.state, p.id, p.chunks, spans).await,
+            Ok(spans) => documents::read_document(&self.state, p.id, p.chunks, spans)
+                .await
+                .and_then(|v| to_value(&v)),
             Err(e) => Err(e),
         };
         answer(result)
@@ -234,7 +236,7 @@ impl McpServer {
         Parameters(p): Parameters<SimilarParams>,
     ) -> Result<CallToolResult, ErrorData> {
         let body = SimilarBody { a: p.a, b: p.b, explain: p.explain, ..SimilarBody::default() };
-        answer(query::run_similar(&self.state, body).await)
+        answer(query::run_similar(&self.state, body).await.and_then(|r| to_value(&r)))
     }
 
     /// Adds a text or the files under a path.

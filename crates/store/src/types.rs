@@ -6,6 +6,7 @@ pub type ContentHashHex = String;
 
 /// What a store was built with. Opening it with something else is an error the engine reports.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Manifest {
     /// Schema version of the store.
     pub schema_version: u32,
@@ -55,6 +56,7 @@ pub struct Manifest {
 
 /// A model a store holds vectors of beside its own (see [`Manifest::extra_models`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelRecord {
     /// Its name.
     pub name: String,
@@ -182,24 +184,9 @@ pub struct StoredDocument {
     pub chunks: u64,
 }
 
-impl StoredDocument {
-    /// Everything about the document but its text, as JSON (`ckeep show --json`, the server's
-    /// `GET /documents/{id}`).
-    pub fn describe(&self) -> serde_json::Value {
-        serde_json::json!({
-            "doc_id": self.document.id,
-            "title": self.document.title,
-            "metadata": self.document.metadata,
-            "source": self.document.source,
-            "hash": self.hash,
-            "bytes": self.document.text.len(),
-            "chunk_count": self.chunks,
-        })
-    }
-}
-
 /// A stored chunk: its id, document and place in the tree.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StoredChunk {
     /// The chunk's id.
     pub id: ChunkId,
@@ -215,6 +202,7 @@ pub struct StoredChunk {
 
 /// Counts and sizes of a store.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StoreStats {
     /// Documents.
     pub documents: u64,
@@ -234,6 +222,7 @@ pub struct StoreStats {
 
 /// Size of one lexical field.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LexicalFieldStats {
     /// Field name.
     pub field: String,
@@ -247,6 +236,7 @@ pub struct LexicalFieldStats {
 
 /// Size of one representation.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RepresentationStats {
     /// Name.
     pub name: String,
@@ -258,6 +248,7 @@ pub struct RepresentationStats {
 
 /// The result of [`crate::StoreRead::check`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CheckReport {
     /// Documents checked.
     pub documents: u64,

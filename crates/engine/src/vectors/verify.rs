@@ -20,6 +20,7 @@ use crate::manifest::ManifestExt;
 
 /// What `check` found of one representation's stored graph.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GraphCheck {
     /// The stored representation (`plain`, ...).
     pub representation: String,

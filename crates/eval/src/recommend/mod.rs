@@ -22,6 +22,7 @@ const ROUNDS: usize = 10_000;
 
 /// One candidate's figures.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Candidate {
     /// The strategy.
     pub strategy: String,
@@ -41,6 +42,7 @@ pub struct Candidate {
 
 /// The recommendation and its evidence.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Recommendation {
     /// The set the candidates ran on.
     pub dataset: String,
@@ -220,6 +222,7 @@ pub fn candidates<S: StoreRead>(
 
 /// What [`apply`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Applied {
     /// The winner is now the store's default.

@@ -49,6 +49,7 @@ pub const MAX_UNUSABLE_IN_A_ROW: usize = 20;
 
 /// How a query is made from a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Generator {
     /// Inverse cloze: a held-out sentence is the query.
@@ -173,6 +174,7 @@ pub struct SynthQuery {
 
 /// What happened while making a set: the counts every check dropped or changed.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SynthReport {
     /// The generator.
     pub generator: Generator,

@@ -7,6 +7,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use ckeep_core::{Document, Span};
+use ckeep_engine::{DocumentPart, DocumentView};
 use ckeep_store::{StoreRead, StoreWrite};
 use ckeep_text::ChunkerSpec;
 use serde::{Deserialize, Serialize};
@@ -33,47 +34,81 @@ const MAX_ID_BYTES: usize = 1024;
 const MAX_LIST: usize = 10_000;
 
 /// A document as clients send it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewDocument {
+    /// Its id (1 to 1024 bytes, no control characters); a stored document of that id is
+    /// replaced.
     pub(crate) id: String,
+    /// Its text, stored whole.
     pub(crate) text: String,
+    /// Its title.
     #[serde(default)]
     pub(crate) title: String,
+    /// Metadata that filters can select on.
     #[serde(default)]
     pub(crate) metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Where it came from (default `http`).
     #[serde(default)]
     pub(crate) source: Option<String>,
 }
 
+/// What `POST /documents` takes: one document object, or several with the chunker. The
+/// handler tells them apart itself (for errors that name the field); this is their schema.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // a description: the body is read by `add`
+pub(crate) enum AddBody {
+    /// Several documents.
+    Batch(Batch),
+    /// One document, with the chunker beside its fields.
+    One {
+        #[serde(flatten)]
+        document: NewDocument,
+        /// Must be the store's once it has one.
+        #[serde(default)]
+        chunker: Option<String>,
+    },
+}
+
 /// `POST /documents`: several documents and the chunker (which must be the store's once it
 /// has one).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Batch {
+pub(crate) struct Batch {
+    /// The documents, at most the server's `--max-documents`.
     documents: Vec<NewDocument>,
+    /// The chunker; it must be the store's once the store has one.
     #[serde(default)]
     chunker: Option<String>,
 }
 
 /// `PUT /documents/{id}`: one document; the id comes from the path.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PutBody {
+    /// Its text, stored whole.
     text: String,
+    /// Its title.
     #[serde(default)]
     title: String,
+    /// Metadata that filters can select on.
     #[serde(default)]
     metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Where it came from (default `http`).
     #[serde(default)]
     source: Option<String>,
+    /// The chunker; it must be the store's once the store has one.
     #[serde(default)]
     chunker: Option<String>,
 }
 
-#[derive(Serialize)]
-struct AddResponse {
+#[derive(Serialize, schemars::JsonSchema)]
+/// What an add did: the documents' ids, the chunker, and the ingest's counts.
+pub(crate) struct AddResponse {
+    /// The ids of the documents sent.
     ids: Vec<String>,
+    /// The chunker they were cut with.
     chunker: String,
     #[serde(flatten)]
     report: ckeep_engine::IngestReport,
@@ -191,7 +226,7 @@ pub(crate) async fn ingest(
 }
 
 /// `GET /documents/{id}` options.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GetOptions {
     /// List the chunks (with their text) instead of the whole text.
@@ -207,70 +242,28 @@ pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
     id: Result<Path<String>, PathRejection>,
     options: Result<Query<GetOptions>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<DocumentView>, ApiError> {
     let id = doc_id(id)?;
     let Query(options) = options.map_err(|e| ApiError::invalid(e.body_text()))?;
     let spans = options.spans.as_deref().map(parse_spans).transpose()?;
     read_document(&state, id, options.chunks, spans).await.map(Json)
 }
 
-/// A stored document described, with its whole text, chosen spans of it (each checked to lie
-/// inside the text at character boundaries), or its chunks; for every front end.
+/// A stored document with its whole text, chosen spans of it or its chunks, as the engine shows
+/// it ([`ckeep_engine::Searcher::view`]); for every front end.
 pub(crate) async fn read_document(
     state: &AppState,
     id: String,
     with_chunks: bool,
     spans: Option<Vec<Span>>,
-) -> Result<serde_json::Value, ApiError> {
-    let (doc, chunks) = state
-        .workers
-        .read(move |e| {
-            // One snapshot, so the chunks belong to the text returned.
-            let searcher = e.searcher()?;
-            let doc = searcher.document(&id)?;
-            let chunks = if with_chunks { Some(searcher.store().chunks_of(&id)?) } else { None };
-            Ok((doc, chunks))
-        })
-        .await?;
-    let text = &doc.document.text;
-    let map = ckeep_core::SourceMap::of(&doc.document.metadata);
-    let located = |mut v: serde_json::Value, span: Span| {
-        if let Some(m) = &map {
-            v["location"] = serde_json::to_value(m.locate(span)).unwrap_or_default();
-        }
-        v
+) -> Result<DocumentView, ApiError> {
+    let part = match (with_chunks, spans) {
+        (true, _) => DocumentPart::Chunks,
+        (false, Some(spans)) => DocumentPart::Spans(spans),
+        (false, None) => DocumentPart::Text,
     };
-    let mut value = doc.describe();
-    if let Some(chunks) = chunks {
-        value["chunks"] = chunks
-            .iter()
-            .map(|c| {
-                let mut v = serde_json::to_value(c).unwrap_or_default();
-                v["text"] = c.chunk.span.slice(text).into();
-                located(v, c.chunk.span)
-            })
-            .collect();
-    } else if let Some(spans) = spans {
-        let mut out = Vec::with_capacity(spans.len());
-        for s in spans {
-            if s.end > text.len()
-                || !text.is_char_boundary(s.start)
-                || !text.is_char_boundary(s.end)
-            {
-                return Err(ApiError::invalid(format!(
-                    "span {}-{} is not inside the {}-byte text at character boundaries",
-                    s.start,
-                    s.end,
-                    text.len()
-                )));
-            }
-            out.push(located(serde_json::json!({"span": s, "text": s.slice(text)}), s));
-        }
-        value["spans"] = out.into();
-    } else {
-        value["text"] = text.as_str().into();
-    }
-    Ok(value)
+    // One snapshot, so the chunks belong to the text returned.
+    state.workers.read(move |e| Ok(e.searcher()?.view(&id, part)?)).await
 }
 
 fn parse_spans(list: &str) -> Result<Vec<Span>, ApiError> {
@@ -288,12 +281,15 @@ fn parse_spans(list: &str) -> Result<Vec<Span>, ApiError> {
 }
 
 /// `GET /documents` options.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListOptions {
+    /// Ids to pass over first (`after` is cheaper for deep pages).
     #[serde(default)]
     offset: usize,
+    /// Most ids on the page.
     #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 10_000))]
     limit: usize,
     /// Ids after this one (the `next` of the previous page): a cursor that stays cheap however
     /// deep the page, and stable while documents are added before it.
@@ -304,11 +300,26 @@ fn default_limit() -> usize {
     1000
 }
 
+/// A page of document ids.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct DocumentPage {
+    /// Documents in the store.
+    total: usize,
+    /// The offset asked for.
+    offset: usize,
+    /// The `after` asked for.
+    after: Option<String>,
+    /// The ids, in byte order.
+    ids: Vec<String>,
+    /// The last id of a full page, to pass as `after` for the next; `null` on the last page.
+    next: Option<String>,
+}
+
 /// `GET /documents`: ids in byte order, a page at a time, read from the store page by page.
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     options: Result<Query<ListOptions>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<DocumentPage>, ApiError> {
     let Query(options) = options.map_err(|e| ApiError::invalid(e.body_text()))?;
     if options.limit == 0 || options.limit > MAX_LIST {
         return Err(ApiError::invalid(format!("`limit` must be 1 to {MAX_LIST}")));
@@ -324,13 +335,7 @@ pub(crate) async fn list(
         })
         .await?;
     let next = (page.len() == limit).then(|| page.last().cloned()).flatten();
-    Ok(Json(serde_json::json!({
-        "total": total,
-        "offset": offset,
-        "after": options.after,
-        "ids": page,
-        "next": next,
-    })))
+    Ok(Json(DocumentPage { total, offset, after: options.after, ids: page, next }))
 }
 
 /// `DELETE /documents/{id}`: 204 when it was there, 404 when not.

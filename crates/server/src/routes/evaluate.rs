@@ -25,20 +25,29 @@ use crate::json::JsonBody;
 const KEPT: usize = 16;
 
 /// `POST /evaluate`: the options of `ckeep eval recommend` that make sense on a server.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct EvaluateBody {
+    /// Queries to make from the store's documents.
     #[serde(default = "default_count")]
+    #[schemars(range(min = 1, max = 100_000))]
     count: usize,
+    /// The seed that picks the passages (the same seed, the same set).
     #[serde(default = "default_seed")]
     seed: u64,
+    /// `ict` (held-out sentences, the default) or `title`.
     #[serde(default)]
     generator: Option<String>,
+    /// Candidate strategies (default: BM25's classic parameters and, with a model, dense and
+    /// hybrid); `{a,b}` groups expand.
     #[serde(default)]
     strategies: Vec<String>,
+    /// The metric they are compared by (default `ndcg@10`).
     #[serde(default)]
     metric: Option<String>,
+    /// Folds of the cross-validated estimate.
     #[serde(default = "default_folds")]
+    #[schemars(range(min = 2, max = 1000))]
     folds: usize,
 }
 
@@ -83,7 +92,7 @@ impl EvaluateBody {
 }
 
 /// Where an evaluation is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum Phase {
     Running,
@@ -92,7 +101,7 @@ enum Phase {
 }
 
 /// What `GET /evaluate/{id}` answers.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub(crate) struct Evaluation {
     id: u64,
     state: Phase,
@@ -108,8 +117,10 @@ pub(crate) struct Evaluation {
     applied: Option<Applied>,
     error: Option<String>,
     #[serde(skip)]
+    #[schemars(skip)]
     offered: Vec<Strategy>,
     #[serde(skip)]
+    #[schemars(skip)]
     started: Option<Instant>,
 }
 

@@ -16,9 +16,6 @@ use axum::{Json, Router};
 use crate::AppState;
 use crate::error::{ApiError, ErrorCode};
 
-/// The API description served at `/openapi.json` (`OpenAPI` 3.1).
-pub const OPENAPI: &str = include_str!("../openapi.json");
-
 /// Every route, for the description test: `(method, path)`.
 pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/health"),
@@ -133,32 +130,53 @@ async fn method_not_allowed() -> ApiError {
     ApiError::new(ErrorCode::MethodNotAllowed, "this endpoint does not take that method")
 }
 
+/// `GET /health`: the server is up.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct Health {
+    /// `ok`.
+    status: &'static str,
+    /// The server's version.
+    version: &'static str,
+    /// Seconds since it started.
+    uptime_seconds: f64,
+}
+
 /// Liveness: answers without touching the store, and without a token.
-async fn health(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
-    Json(serde_json::json!({
-        "status": "ok",
-        "version": env!("CARGO_PKG_VERSION"),
-        "uptime_seconds": state.started.elapsed().as_secs_f64(),
-    }))
+async fn health(State(state): State<Arc<AppState>>) -> Json<Health> {
+    Json(Health {
+        status: "ok",
+        version: env!("CARGO_PKG_VERSION"),
+        uptime_seconds: state.started.elapsed().as_secs_f64(),
+    })
 }
 
 async fn openapi() -> Response {
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], crate::openapi::openapi())
+        .into_response()
 }
 
 /// `GET /stats`: the engine's store summary (the shape of `ckeep stats --json`), and how the
 /// server has batched queries for the model.
-#[derive(serde::Serialize)]
-struct StatsBody {
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct StatsBody {
     #[serde(flatten)]
     summary: ckeep_engine::StoreSummary,
-    query_batches: Option<serde_json::Value>,
+    /// How concurrent queries were embedded together (with query batching on).
+    query_batches: Option<QueryBatches>,
+}
+
+/// Model calls made for queries, and the queries they embedded.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct QueryBatches {
+    /// Calls to the model.
+    model_calls: u64,
+    /// Queries embedded by them.
+    queries: u64,
 }
 
 async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<StatsBody>, ApiError> {
     let summary = state.workers.read(|e| Ok(e.searcher()?.summary()?)).await?;
-    let query_batches = state
-        .query_batches()
-        .map(|(calls, texts)| serde_json::json!({"model_calls": calls, "queries": texts}));
+    let query_batches =
+        state.query_batches().map(|(model_calls, queries)| QueryBatches { model_calls, queries });
     Ok(Json(StatsBody { summary, query_batches }))
 }

@@ -18,24 +18,28 @@ use crate::json::JsonBody;
 
 /// `POST /search`: every option of `ckeep search`. `strategy` is a whole spec; the fields
 /// beside it override its parts (the engine's [`StrategyFields`], flattened).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 pub(crate) struct SearchBody {
+    /// The query (at most the server's `--max-query-bytes`).
     pub(crate) query: String,
     #[serde(flatten)]
     pub(crate) strategy: StrategyFields,
+    /// Each result's score components.
     #[serde(default)]
     pub(crate) explain: bool,
+    /// Only documents whose metadata passes.
     #[serde(default)]
     pub(crate) filter: Option<RequestFilter>,
     /// Fields no one above took: refused, as `deny_unknown_fields` would (which serde does not
     /// support beside `flatten`).
     #[serde(flatten)]
+    #[schemars(skip)]
     pub(crate) unknown: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// A search's metadata filter: an object of `KEY: VALUE`, or conditions typed as `KEY=VALUE`
 /// (as `ckeep search --filter` takes them, read by the same rule; the playground sends these).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub(crate) enum RequestFilter {
     /// The JSON form, checked in [`Self::into_filter`] so a bad operator is named (inside an
@@ -117,17 +121,23 @@ pub(crate) async fn run_search(
 
 /// `POST /similar`: two texts compared by the mean of their top-k most similar chunk pairs,
 /// with the server's model.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SimilarBody {
+    /// The first text.
     pub(crate) a: String,
+    /// The second text.
     pub(crate) b: String,
+    /// How both are cut into chunks (default `words:dynamic`).
     #[serde(default)]
     pub(crate) chunker: Option<String>,
+    /// Chunk pairs averaged (default 3).
     #[serde(default)]
     pub(crate) top_k: Option<usize>,
+    /// The duplicate threshold, -1 to 1 (default 0.7).
     #[serde(default)]
     pub(crate) threshold: Option<f64>,
+    /// The matching chunk pairs, with spans and text.
     #[serde(default)]
     pub(crate) explain: bool,
 }
@@ -136,7 +146,7 @@ pub(crate) struct SimilarBody {
 pub(crate) async fn similar(
     State(state): State<Arc<AppState>>,
     JsonBody(body): JsonBody<SimilarBody>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<ckeep_engine::SimilarReport>, ApiError> {
     run_similar(&state, body).await.map(Json)
 }
 
@@ -144,7 +154,7 @@ pub(crate) async fn similar(
 pub(crate) async fn run_similar(
     state: &AppState,
     body: SimilarBody,
-) -> Result<serde_json::Value, ApiError> {
+) -> Result<ckeep_engine::SimilarReport, ApiError> {
     let Some(model) = state.embedder.clone() else {
         return Err(ApiError::invalid(
             "pair similarity needs an embedding model; start the server with --model",

@@ -1,7 +1,7 @@
 //! The book's HTTP API reference (`docs/reference/http.md`) is rendered from the `OpenAPI` document
 //! the server serves, so the two cannot drift: this test renders the page and fails when the
 //! committed one differs. `CKEEP_BLESS=1 cargo test -p ckeep-server --test server http_reference`
-//! rewrites it after a change to `openapi.json`.
+//! rewrites it after a change to the API (`src/openapi.rs`, or the types it names).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -16,19 +16,36 @@ fn page_path() -> std::path::PathBuf {
 /// The methods in the order a reader expects them.
 const METHODS: [&str; 4] = ["get", "post", "put", "delete"];
 
+/// The schema `schema` refers to (`$ref` into `components.schemas`), or itself.
+fn resolve<'a>(api: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/")) {
+        Some(name) => &api["components"]["schemas"][name],
+        None => schema,
+    }
+}
+
 /// A schema's type in a few words: `string`, `array of Span`, `integer ≥ 1`, `one of: a, b`.
 fn type_of(schema: &Value) -> String {
     if let Some(target) = schema["$ref"].as_str() {
         let name = target.rsplit('/').next().unwrap_or(target);
         return format!("[{name}](#{})", name.to_lowercase());
     }
-    if let Some(options) = schema["oneOf"].as_array() {
+    if let Some(value) = schema["const"].as_str() {
+        return format!("`{value}`");
+    }
+    if let Some(options) = schema["oneOf"].as_array().or_else(|| schema["anyOf"].as_array()) {
         return options.iter().map(type_of).collect::<Vec<_>>().join(" or ");
     }
-    let mut out = match schema["type"].as_str() {
-        Some("array") => format!("array of {}", type_of(&schema["items"])),
-        Some(t) => t.to_string(),
-        None => "any".to_string(),
+    let one = |t: &str| match t {
+        "array" => format!("array of {}", type_of(&schema["items"])),
+        t => t.to_string(),
+    };
+    let mut out = match &schema["type"] {
+        Value::String(t) => one(t),
+        Value::Array(types) => {
+            types.iter().filter_map(Value::as_str).map(one).collect::<Vec<_>>().join(" or ")
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => "any".to_string(),
     };
     if let Some(values) = schema["enum"].as_array() {
         let values: Vec<String> =
@@ -58,17 +75,18 @@ fn type_of(schema: &Value) -> String {
 
 /// A table cell: pipes escaped, never empty.
 fn cell(text: &str) -> String {
-    if text.is_empty() { "–".to_string() } else { text.replace('|', "\\|") }
+    if text.is_empty() { "–".to_string() } else { text.replace('|', "\\|").replace('\n', " ") }
 }
 
-/// An object schema's fields as a table; nested objects in arrays get their own rows, dotted.
-fn fields(out: &mut String, schema: &Value) {
+/// An object schema's fields as a table; the fields of objects inside it (in arrays or not)
+/// get their own rows, dotted.
+fn fields(out: &mut String, api: &Value, schema: &Value) {
     out.push_str("| field | type | required | meaning |\n|---|---|---|---|\n");
-    field_rows(out, schema, "");
+    field_rows(out, api, schema, "");
     out.push('\n');
 }
 
-fn field_rows(out: &mut String, schema: &Value, prefix: &str) {
+fn field_rows(out: &mut String, api: &Value, schema: &Value, prefix: &str) {
     let required: Vec<&str> = schema["required"]
         .as_array()
         .map(|r| r.iter().filter_map(Value::as_str).collect())
@@ -82,15 +100,28 @@ fn field_rows(out: &mut String, schema: &Value, prefix: &str) {
             if required.contains(&name.as_str()) { "yes" } else { "" },
             cell(field["description"].as_str().unwrap_or_default())
         );
-        let nested = if field["items"]["properties"].is_object() { &field["items"] } else { field };
-        if nested["properties"].is_object() {
-            field_rows(out, nested, &format!("{prefix}{name}."));
+        // A field's own object, or its array's, or its optional one's (`anyOf` with null).
+        let inner =
+            field["anyOf"].as_array().and_then(|o| o.iter().find(|s| !s["type"].eq("null")));
+        let nested = resolve(api, inner.unwrap_or(field));
+        let nested =
+            if nested["items"].is_object() { resolve(api, &nested["items"]) } else { nested };
+        // Two levels down at most: deeper types have their own section.
+        if nested["properties"].is_object() && prefix.matches('.').count() < 2 {
+            field_rows(out, api, nested, &format!("{prefix}{name}."));
         }
     }
 }
 
 /// One route and method: summary, parameters, body, answers.
-fn operation(out: &mut String, path: &str, method: &str, op: &Value, shared: &[Value]) {
+fn operation(
+    out: &mut String,
+    api: &Value,
+    path: &str,
+    method: &str,
+    op: &Value,
+    shared: &[Value],
+) {
     let _ = writeln!(out, "### `{} {path}`\n", method.to_uppercase());
     let _ = writeln!(out, "{}\n", op["summary"].as_str().unwrap_or_default());
     let params: Vec<&Value> =
@@ -109,20 +140,21 @@ fn operation(out: &mut String, path: &str, method: &str, op: &Value, shared: &[V
         }
         out.push('\n');
     }
-    let body = &op["requestBody"]["content"]["application/json"]["schema"];
-    if let Some(options) = body["oneOf"].as_array() {
+    let body = resolve(api, &op["requestBody"]["content"]["application/json"]["schema"]);
+    if let Some(options) = body["oneOf"].as_array().or_else(|| body["anyOf"].as_array()) {
         out.push_str("Body, one of:\n\n");
         for option in options {
+            let option = resolve(api, option);
             if option["properties"].is_object() {
                 out.push_str("- a JSON object:\n\n");
-                fields(out, option);
+                fields(out, api, option);
             } else {
                 let _ = writeln!(out, "- {}\n", type_of(option));
             }
         }
     } else if body["properties"].is_object() {
         out.push_str("Body, a JSON object:\n\n");
-        fields(out, body);
+        fields(out, api, body);
     } else if !body.is_null() {
         let _ = writeln!(out, "Body: {}.\n", type_of(body));
     }
@@ -148,7 +180,7 @@ fn operation(out: &mut String, path: &str, method: &str, op: &Value, shared: &[V
         }
     }
     if !errors.is_empty() {
-        let _ = writeln!(out, "- **{}**: an [Error](#error)", errors.join(", "));
+        let _ = writeln!(out, "- **{}**: an [ErrorAnswer](#erroranswer)", errors.join(", "));
     }
     out.push('\n');
 }
@@ -157,8 +189,8 @@ fn operation(out: &mut String, path: &str, method: &str, op: &Value, shared: &[V
 fn render(api: &Value) -> String {
     let mut out = String::from(
         "# HTTP API\n\n\
-         <!-- Rendered from crates/server/src/openapi.json by crates/server/tests/server/http_reference.rs; \
-         edit the JSON, then run `CKEEP_BLESS=1 cargo test -p ckeep-server --test server http_reference`. -->\n\n",
+         <!-- Rendered from the server's OpenAPI document (crates/server/src/openapi.rs and the types it \
+         names) by crates/server/tests/server/http_reference.rs; after a change, run `CKEEP_BLESS=1 cargo test -p ckeep-server --test server http_reference`. -->\n\n",
     );
     let _ = writeln!(
         out,
@@ -189,7 +221,7 @@ fn render(api: &Value) -> String {
     for (path, item) in &paths {
         let shared = item["parameters"].as_array().cloned().unwrap_or_default();
         for method in METHODS.iter().filter(|m| item.get(**m).is_some()) {
-            operation(&mut out, path, method, &item[*method], &shared);
+            operation(&mut out, api, path, method, &item[*method], &shared);
         }
     }
     out.push_str("## Schemas\n\n");
@@ -201,7 +233,7 @@ fn render(api: &Value) -> String {
             let _ = writeln!(out, "{description}\n");
         }
         if schema["properties"].is_object() {
-            fields(&mut out, schema);
+            fields(&mut out, api, schema);
         } else {
             let _ = writeln!(out, "{}.\n", type_of(schema));
         }
@@ -213,7 +245,7 @@ fn render(api: &Value) -> String {
 
 #[test]
 fn the_http_reference_is_the_openapi_document() {
-    let api: Value = serde_json::from_str(ckeep_server::OPENAPI).unwrap();
+    let api: Value = serde_json::from_str(ckeep_server::openapi()).unwrap();
     let rendered = render(&api);
     let path = page_path();
     if std::env::var_os("CKEEP_BLESS").is_some() {
@@ -223,14 +255,14 @@ fn the_http_reference_is_the_openapi_document() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == rendered,
-        "docs/reference/http.md is not what openapi.json renders to; run \
+        "docs/reference/http.md is not what the OpenAPI document renders to; run \
          `CKEEP_BLESS=1 cargo test -p ckeep-server --test server http_reference` and commit the page"
     );
 }
 
 #[test]
 fn every_route_and_schema_reaches_the_page() {
-    let api: Value = serde_json::from_str(ckeep_server::OPENAPI).unwrap();
+    let api: Value = serde_json::from_str(ckeep_server::openapi()).unwrap();
     let page = render(&api);
     for (path, item) in api["paths"].as_object().unwrap() {
         for method in item.as_object().unwrap().keys().filter(|m| *m != "parameters") {
@@ -260,7 +292,7 @@ fn undocumented<'a>(value: &'a Value, schema: &Value) -> Vec<&'a str> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn real_answers_use_only_documented_fields() {
-    let api: Value = serde_json::from_str(ckeep_server::OPENAPI).unwrap();
+    let api: Value = serde_json::from_str(ckeep_server::openapi()).unwrap();
     let schemas = &api["components"]["schemas"];
     let server = crate::common::TestServer::with_model(
         ckeep_server::ServerConfig::default(),
@@ -269,10 +301,10 @@ async fn real_answers_use_only_documented_fields() {
     let (status, report) =
         server.post("/documents", &serde_json::json!({"documents": crate::common::corpus()})).await;
     assert_eq!(status, 200, "{report}");
-    assert_eq!(undocumented(&report, &schemas["IngestReport"]), Vec::<&str>::new());
+    assert_eq!(undocumented(&report, &schemas["AddResponse"]), Vec::<&str>::new());
     let response = &schemas["SearchResponse"];
-    let result = &response["properties"]["results"]["items"];
-    let chunk = &result["properties"]["chunks"]["items"];
+    let result = resolve(&api, &response["properties"]["results"]["items"]);
+    let chunk = resolve(&api, &result["properties"]["chunks"]["items"]);
     for (query, extra) in [("retrieval", "level=doc"), ("检索", "level=chunk,expand=window:1")] {
         let request = serde_json::json!({"query": query, "strategy": format!("mode=hybrid,{extra}"), "explain": true});
         let (status, answer) = server.post("/search", &request).await;
