@@ -8,26 +8,11 @@ use ckeep_core::Document;
 use ckeep_engine::{Engine, MetadataFilter, SearchRequest};
 use ckeep_store::{SqliteStore, StoreRead};
 
-fn corpus() -> Vec<Document> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/corpus.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap();
-            let text = |k: &str| v[k].as_str().unwrap().to_string();
-            let mut d = Document::new(text("id"), text("title"), text("text"));
-            d.metadata = v["metadata"].clone();
-            d
-        })
-        .collect()
-}
-
 fn engine() -> Engine<SqliteStore> {
     let mut engine = Engine::new(SqliteStore::in_memory().unwrap())
         .with_embedder(Arc::new(ckeep_embed::HashingEmbedder::new(1024)));
     let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
-    for d in corpus() {
+    for d in ckeep_testkit::corpus() {
         ingest.add(d).unwrap();
     }
     let report = ingest.finish().unwrap();
@@ -92,7 +77,7 @@ fn re_adding_unchanged_documents_changes_nothing_and_an_edit_replaces() {
     let mut engine = engine();
     let generation = engine.store().generation().unwrap();
     let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
-    for d in corpus() {
+    for d in ckeep_testkit::corpus() {
         ingest.add(d).unwrap();
     }
     let report = ingest.finish().unwrap();

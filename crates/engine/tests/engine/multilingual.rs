@@ -17,7 +17,7 @@ use ckeep_text::ChunkerSpec;
 use ckeep_testkit::data_dir;
 
 fn model(name: &str) -> Arc<dyn Embedder> {
-    ckeep_embed::load(name).unwrap_or_else(|e| panic!("ckeep model pull {name}: {e}"))
+    ckeep_testkit::model(name)
 }
 
 /// The first `n` articles of a long-document split, and the first question of each.

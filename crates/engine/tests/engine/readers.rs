@@ -11,7 +11,7 @@ use ckeep_engine::{Engine, MetadataFilter, Mode, SearchRequest, Strategy};
 use ckeep_store::{SqliteStore, StoreWrite};
 
 fn model() -> Arc<dyn Embedder> {
-    ckeep_embed::load("potion-base-8M").expect("ckeep model pull potion-base-8M")
+    ckeep_testkit::model("potion-base-8M")
 }
 
 fn dense(query: &str) -> SearchRequest {

@@ -17,7 +17,7 @@ use ckeep_store::{Lacking, SqliteStore, StoreRead};
 use ckeep_testkit::data_dir;
 
 fn minilm() -> Arc<dyn Embedder> {
-    ckeep_embed::load("all-MiniLM-L6-v2").expect("ckeep model pull all-MiniLM-L6-v2")
+    ckeep_testkit::model("all-MiniLM-L6-v2")
 }
 
 /// The first SQuAD dev article, whole (over 512 tokens), and its first three paragraphs.

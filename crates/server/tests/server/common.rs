@@ -2,8 +2,8 @@
 //! abstracts from `../shared/data`.
 #![allow(dead_code, clippy::missing_panics_doc)]
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -12,26 +12,18 @@ use ckeep_server::{AppState, ServerConfig};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-pub use ckeep_testkit::data_dir;
-
 /// The model, loaded once per test binary.
 pub fn minilm() -> Arc<dyn Embedder> {
-    static MODEL: OnceLock<Arc<dyn Embedder>> = OnceLock::new();
-    Arc::clone(MODEL.get_or_init(|| {
-        ckeep_embed::load("all-MiniLM-L6-v2").expect("ckeep model pull all-MiniLM-L6-v2")
-    }))
+    ckeep_testkit::model("all-MiniLM-L6-v2")
 }
 
 /// The first `n` SciFact abstracts as API documents, with a `year` metadata field alternating
 /// 2020/2021 so filters have something to select.
 pub fn scifact(n: usize) -> Vec<serde_json::Value> {
-    let corpus = std::fs::read_to_string(data_dir().join("beir_scifact/corpus.jsonl")).unwrap();
-    corpus
-        .lines()
-        .take(n)
+    ckeep_testkit::scifact_values(n)
+        .into_iter()
         .enumerate()
-        .map(|(i, line)| {
-            let d: serde_json::Value = serde_json::from_str(line).unwrap();
+        .map(|(i, d)| {
             serde_json::json!({
                 "id": d["_id"],
                 "title": d["title"],
@@ -45,12 +37,7 @@ pub fn scifact(n: usize) -> Vec<serde_json::Value> {
 /// The in-repo corpus (`testdata/corpus.jsonl`: English, Chinese, Japanese) as API documents,
 /// for the fast tier.
 pub fn corpus() -> Vec<serde_json::Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+    ckeep_testkit::corpus_values()
 }
 
 /// A model whose first embedding call holds until the test opens its gate: a test that must act
