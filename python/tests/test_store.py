@@ -39,10 +39,12 @@ def test_a_search_without_k_takes_the_stores_default(tmp_path: Path) -> None:
     db.commit()
     db.close()
     store = ckeep.Store(store_dir)
-    assert len(store.search("the")) == 2
-    assert store.search_json("the")["strategy"] == "mode=bm25,level=chunk,k=2"
-    assert len(store.search("the", k=4)) == 4, "an explicit k still wins"
-    assert cli("search", "the", store=store_dir)["strategy"] == "mode=bm25,level=chunk,k=2"
+    # Words of five chunks ("the" alone is a stop word: no results whatever k is).
+    query = "owls larks night sound dawn fields bread"
+    assert len(store.search(query)) == 2
+    assert store.search_json(query)["strategy"] == "mode=bm25,level=chunk,k=2"
+    assert len(store.search(query, k=4)) == 4, "an explicit k still wins"
+    assert cli("search", query, store=store_dir)["strategy"] == "mode=bm25,level=chunk,k=2"
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -70,8 +70,19 @@ impl Inputs {
     /// does to the documents, for the refusal: `added`, `synced`), calling `progress` after
     /// each source.
     pub fn check(&self, verb: &str, progress: impl FnMut()) -> Result<CheckedInputs> {
+        self.check_sources(self.sources()?, verb, progress)
+    }
+
+    /// [`Inputs::check`] of sources already listed by [`Inputs::sources`] (standard input can
+    /// be read only once, so a caller that counts the sources first passes them on).
+    pub fn check_sources(
+        &self,
+        sources: Vec<Source>,
+        verb: &str,
+        progress: impl FnMut(),
+    ) -> Result<CheckedInputs> {
         let loader = self.loader();
-        let checked = loader.check_all(self.sources()?, KEEP_LOADED_BYTES, progress);
+        let checked = loader.check_all(sources, KEEP_LOADED_BYTES, progress);
         let failures: Vec<&ckeep_text::Error> = checked.failed.iter().map(|(_, e)| e).collect();
         self.refuse_unless_skipping(&failures, verb)?;
         let skipped = checked

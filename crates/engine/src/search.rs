@@ -86,13 +86,9 @@ impl<S: StoreRead> Searcher<'_, S> {
         let strategy = self.with_default_repr(strategy.clone())?;
         let manifest = self.manifest();
         let allowed = req.filter.as_ref().map(|f| self.allowed_docs(f)).transpose()?;
-        let summarizer = strategy.summarizer.as_ref().map(ToString::to_string);
-        let reprs = strategy
-            .repr
-            .iter()
-            .map(|r| r.resolve(summarizer.as_deref(), manifest, strategy.mode.needs_model()))
-            .collect::<Result<Vec<_>>>()?;
         let models = crate::more_models::dense_models(&strategy, manifest)?;
+        // The models first: one named that is not there is the model's error, whatever the
+        // store holds.
         let embedding = std::time::Instant::now();
         let (queries, own) = if strategy.mode.needs_model() {
             self.query_vectors(&strategy, &models, &req.query)?
@@ -100,6 +96,12 @@ impl<S: StoreRead> Searcher<'_, S> {
             (Vec::new(), None)
         };
         let embed = embedding.elapsed();
+        let summarizer = strategy.summarizer.as_ref().map(ToString::to_string);
+        let reprs = strategy
+            .repr
+            .iter()
+            .map(|r| r.resolve(summarizer.as_deref(), manifest, strategy.mode.needs_model()))
+            .collect::<Result<Vec<_>>>()?;
         let dense = Dense { models: &models, queries: &queries, own: own.unwrap_or_default() };
         let allowed = allowed.as_deref();
         let analyzer = crate::analysis::of_store(manifest)?;
@@ -194,7 +196,6 @@ impl<S: StoreRead> Searcher<'_, S> {
         )
     }
 
-    /// The query's normalised embedding by each of `models`.
     /// The query's normalised embedding by each of `models`, and the name of the store's own
     /// model when it is one of them ([`Searcher::own_model`]).
     fn query_vectors(

@@ -10,8 +10,9 @@ use crate::output::{Output, outln};
 /// the engine's rules: [`Inputs::check`]), with a progress bar, and warns of what the loaders
 /// warned of and what `--keep-going` skipped.
 pub fn check_inputs(inputs: &Inputs, verb: &str, out: &Output) -> anyhow::Result<CheckedInputs> {
-    let bar = out.progress(inputs.sources()?.len() as u64, "checking");
-    let checked = inputs.check(verb, || bar.inc(1))?;
+    let sources = inputs.sources()?;
+    let bar = out.progress(sources.len() as u64, "checking");
+    let checked = inputs.check_sources(sources, verb, || bar.inc(1))?;
     bar.finish_and_clear();
     for w in &checked.warnings {
         out.warn(w);

@@ -28,7 +28,6 @@ fn files(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
 fn pages() -> Vec<PathBuf> {
     let mut pages = vec![repo().join("README.md"), repo().join("python/README.md")];
     files(&repo().join("docs"), &[".md"], &mut pages);
-    pages.push(repo().join("crates/server/src/openapi.json"));
     pages
 }
 
