@@ -99,16 +99,9 @@ pub fn run(store: &str, args: &AddArgs, no_cache: bool, out: &Output) -> anyhow:
         bar.inc_length(reread);
         bar.inc(1);
     })?;
-    let mut report = ingest.finish_with(&mut stage_progress(&bar))?;
-    add_further_models(&mut engine, args, &mut report, no_cache, &bar)?;
-    bar.finish_and_clear();
-    quantize(&mut engine, args)?;
-    let seconds = started.elapsed().as_secs_f64();
-    let model = engine.embedder().map(|e| e.info().clone());
-    let analyzer = engine.searcher()?.analyzer()?;
-    let run = Run { store, chunker: &chunker, analyzer, model: model.as_ref(), seconds };
-    print_report(&run, report, skipped, warnings, out)?;
-    Ok(ExitCode::SUCCESS)
+    let report = ingest.finish_with(&mut stage_progress(&bar))?;
+    let ending = Ending { store, chunker: &chunker, no_cache, started, skipped, warnings };
+    end(&mut engine, args, report, &bar, ending, out)
 }
 
 /// `ckeep add --model … / --repr … / --summarizer …` without inputs: embeds the stored chunks
@@ -140,14 +133,50 @@ fn derive_only(
         report.vectors += stage.vectors;
         report.derived.insert(0, stage);
     }
-    add_further_models(&mut engine, args, &mut report, no_cache, &bar)?;
+    let ending = Ending {
+        store,
+        chunker: &chunker,
+        no_cache,
+        started,
+        skipped: Vec::new(),
+        warnings: Vec::new(),
+    };
+    end(&mut engine, args, report, &bar, ending, out)
+}
+
+/// What an `add` run knows when its documents are written, for [`end`].
+struct Ending<'a> {
+    store: &'a str,
+    chunker: &'a ChunkerSpec,
+    no_cache: bool,
+    started: Instant,
+    skipped: Vec<Skipped>,
+    warnings: Vec<String>,
+}
+
+/// How both kinds of `add` end: the further models, quantisation, then the report.
+fn end(
+    engine: &mut ckeep_engine::Engine<DynStore>,
+    args: &AddArgs,
+    mut report: IngestReport,
+    bar: &indicatif::ProgressBar,
+    ending: Ending<'_>,
+    out: &Output,
+) -> anyhow::Result<ExitCode> {
+    add_further_models(engine, args, &mut report, ending.no_cache, bar)?;
     bar.finish_and_clear();
-    quantize(&mut engine, args)?;
-    let seconds = started.elapsed().as_secs_f64();
+    quantize(engine, args)?;
+    let seconds = ending.started.elapsed().as_secs_f64();
     let model = engine.embedder().map(|e| e.info().clone());
     let analyzer = engine.searcher()?.analyzer()?;
-    let run = Run { store, chunker: &chunker, analyzer, model: model.as_ref(), seconds };
-    print_report(&run, report, Vec::new(), Vec::new(), out)?;
+    let run = Run {
+        store: ending.store,
+        chunker: ending.chunker,
+        analyzer,
+        model: model.as_ref(),
+        seconds,
+    };
+    print_report(&run, report, ending.skipped, ending.warnings, out)?;
     Ok(ExitCode::SUCCESS)
 }
 
