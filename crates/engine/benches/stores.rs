@@ -47,7 +47,8 @@ fn main() {
     let docs = corpus(&data);
     let queries = queries(&data);
     // Every vector into the cache first, so neither store's ingest pays for the model.
-    let (warm, _, chunks) = ingest(Box::new(SqliteStore::in_memory().unwrap()), &cached, &docs);
+    let (warm, _, chunks) =
+        ingest(DynStore::from(SqliteStore::in_memory().unwrap()), &cached, &docs);
     drop(warm);
     let refs: Vec<&str> = queries.iter().map(String::as_str).collect();
     cached.embed(&refs, InputKind::Query).unwrap();
@@ -56,9 +57,9 @@ fn main() {
         .expect("CKEEP_BENCH_POSTGRES (bench/pg_store.sh sets it)");
     let dir = tempfile::tempdir().unwrap();
     let (sqlite, sqlite_s, _) =
-        ingest(Box::new(SqliteStore::open_or_create(dir.path()).unwrap()), &cached, &docs);
+        ingest(DynStore::from(SqliteStore::open_or_create(dir.path()).unwrap()), &cached, &docs);
     let (postgres, postgres_s, _) =
-        ingest(Box::new(PgStore::open_or_create(&url).unwrap()), &cached, &docs);
+        ingest(DynStore::from(PgStore::open_or_create(&url).unwrap()), &cached, &docs);
     let size = |e: &Engine<DynStore>| e.store().stats().unwrap().disk_bytes as f64 / 1e6;
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     println!(

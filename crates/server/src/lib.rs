@@ -181,7 +181,7 @@ fn open_reader(location: &str) -> Result<DynStore, ApiError> {
     }
     let store = SqliteStore::open(Path::new(location))?;
     store.limit_page_cache(READER_PAGE_CACHE_MIB)?;
-    Ok(Box::new(store))
+    Ok(store.into())
 }
 
 /// What every request handler shares.

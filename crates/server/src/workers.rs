@@ -182,10 +182,12 @@ impl Workers {
 
 #[cfg(test)]
 mod tests {
+    use ckeep_store::StoreRead;
+
     use super::*;
 
     fn engine(dir: &std::path::Path) -> StoreEngine {
-        Engine::new(Box::new(ckeep_store::SqliteStore::open_or_create(dir).unwrap()))
+        Engine::new(DynStore::from(ckeep_store::SqliteStore::open_or_create(dir).unwrap()))
     }
 
     /// One reader, held by a job that waits on `release`; the handle ends when the job has.
@@ -209,8 +211,7 @@ mod tests {
 
     fn one_reader(dir: &std::path::Path, queue: Duration, read: Duration) -> Arc<Workers> {
         let writer = engine(dir);
-        let reader =
-            writer.reader(Box::new(ckeep_store::SqliteStore::open(dir).unwrap()) as DynStore);
+        let reader = writer.reader(DynStore::from(ckeep_store::SqliteStore::open(dir).unwrap()));
         Arc::new(Workers::new(writer, vec![reader], queue, read))
     }
 
@@ -238,26 +239,35 @@ mod tests {
         assert_eq!(err.code, ErrorCode::Overloaded);
         assert_eq!(err.status.as_u16(), 503);
         release.send(()).unwrap();
-        // The slot comes back once the job ends.
-        held.await.unwrap().unwrap();
+        // The slot comes back once the job ends (the held read itself may have timed out
+        // meanwhile on a busy machine: that is not what this checks).
+        let _ = held.await.unwrap();
         workers.read(|_| Ok(())).await.unwrap();
+        // A read that cannot end before its bound times out; its job is let go only after.
+        let (release, wait) = std::sync::mpsc::channel::<()>();
         let err = workers
-            .read(|_| {
-                std::thread::sleep(Duration::from_millis(400));
+            .read(move |_| {
+                let _ = wait.recv();
                 Ok(())
             })
             .await
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::Timeout);
-        // Writes are never timed out.
-        let n = workers
-            .write(|_| {
-                std::thread::sleep(Duration::from_millis(300));
+        release.send(()).unwrap();
+        // Writes are never timed out: one held past twice the read bound still answers. (The
+        // wait only makes the check meaningful; a busy machine can only lengthen it.)
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let w = Arc::clone(&workers);
+        let write = tokio::spawn(async move {
+            w.write(move |_| {
+                let _ = wait.recv();
                 Ok(7)
             })
             .await
-            .unwrap();
-        assert_eq!(n, 7);
+        });
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        release.send(()).unwrap();
+        assert_eq!(write.await.unwrap().unwrap(), 7);
         workers.drain().await;
         assert_eq!(workers.read(|_| Ok(())).await.unwrap_err().code, ErrorCode::ShuttingDown);
         assert_eq!(workers.write(|_| Ok(())).await.unwrap_err().code, ErrorCode::ShuttingDown);

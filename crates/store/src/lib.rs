@@ -192,8 +192,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Reading from a store.
 ///
-/// No method has a default body: a backend, or a wrapper that forwards to one (such as the
-/// `Box` behind [`DynStore`]), must decide each one, so none is silently left at a fallback.
+/// Only reads derived from others have default bodies. [`DynStore`] forwards every method
+/// to its backend by enum dispatch, so a method added here needs no forwarding code.
+#[enum_dispatch::enum_dispatch]
 pub trait StoreRead {
     /// Where the store is, for messages.
     fn location(&self) -> String;
@@ -342,6 +343,7 @@ impl<S: StoreRead + ?Sized> Drop for ReadSnapshot<'_, S> {
 }
 
 /// Writing to a store. Every method is atomic: it fully happens or not at all.
+#[enum_dispatch::enum_dispatch]
 pub trait StoreWrite: StoreRead {
     /// Replaces the manifest.
     fn set_manifest(&mut self, manifest: &Manifest) -> Result<()>;

@@ -13,14 +13,14 @@ ckeep_store::store_contract_tests!(
     Box::new(PgStore::open_or_create(&fresh_database("contract")).unwrap())
 );
 
-/// The same suite through the `Box` forwarding that `ckeep` itself uses for every store.
+/// The same suite through the enum dispatch that `ckeep` itself uses for every store.
 mod behind_dyn_store {
     use ckeep_store::test_postgres::fresh_database;
     ckeep_store::store_contract_tests!(
         ignore = "real tier (scripts/test.sh): PostgreSQL",
-        Box::new(Box::new(
+        Box::new(ckeep_store::DynStore::from(
             ckeep_store::PgStore::open_or_create(&fresh_database("contract-dyn")).unwrap()
-        ) as ckeep_store::DynStore)
+        ))
     );
 }
 

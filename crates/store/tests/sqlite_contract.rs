@@ -131,11 +131,11 @@ fn a_read_snapshot_does_not_see_later_commits_of_another_writer() {
     assert!(reader.generation().unwrap() > before, "another connection's write is seen");
 }
 
-/// The same suite through the `Box` forwarding that `ckeep` itself uses for every store.
+/// The same suite through the enum dispatch that `ckeep` itself uses for every store.
 mod behind_dyn_store {
-    ckeep_store::store_contract_tests!(Box::new(Box::new(
+    ckeep_store::store_contract_tests!(Box::new(ckeep_store::DynStore::from(
         ckeep_store::SqliteStore::in_memory().unwrap()
-    ) as ckeep_store::DynStore));
+    )));
 }
 
 /// A document of one chunk with a `plain` vector.

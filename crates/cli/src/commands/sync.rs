@@ -116,7 +116,7 @@ fn open_for_plan(store: &str) -> anyhow::Result<Engine<DynStore>> {
     match ckeep_store::open(store) {
         Ok(s) => Ok(Engine::new(s)),
         Err(ckeep_store::Error::NotFound { .. }) => {
-            Ok(Engine::new(Box::new(ckeep_store::SqliteStore::in_memory()?) as DynStore))
+            Ok(Engine::new(DynStore::from(ckeep_store::SqliteStore::in_memory()?)))
         }
         Err(e) => Err(e.into()),
     }

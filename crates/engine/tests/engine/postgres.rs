@@ -14,23 +14,18 @@ use ckeep_store::test_postgres::{Server, fresh_database, script};
 use ckeep_store::{DynStore, PgStore, SqliteStore, StoreRead, StoreWrite};
 
 fn model() -> Arc<dyn Embedder> {
-    ckeep_embed::load("all-MiniLM-L6-v2").expect("ckeep model pull all-MiniLM-L6-v2")
+    ckeep_testkit::model("all-MiniLM-L6-v2")
 }
 
 fn data() -> PathBuf {
-    std::env::var_os("CKEEP_DATA").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
+    ckeep_testkit::data_dir()
 }
 
 /// The first `n` SciFact abstracts.
 fn scifact(n: usize) -> Vec<Document> {
-    let text = std::fs::read_to_string(data().join("beir_scifact/corpus.jsonl")).unwrap();
-    text.lines()
-        .take(n)
-        .map(|line| {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    ckeep_testkit::scifact_values(n)
+        .into_iter()
+        .map(|v| {
             let mut d = Document::new(
                 v["_id"].as_str().unwrap(),
                 v["title"].as_str().unwrap(),
@@ -111,12 +106,13 @@ fn one_server_and_two_shards_answer_exactly_as_sqlite() {
     let docs = scifact(300);
     let queries = queries(24);
     let dir = tempfile::tempdir().unwrap();
-    let sqlite = index(Box::new(SqliteStore::open_or_create(dir.path()).unwrap()), &model, &docs);
+    let sqlite =
+        index(DynStore::from(SqliteStore::open_or_create(dir.path()).unwrap()), &model, &docs);
     let expected = answers(&sqlite, &queries);
     assert!(expected.len() > 500, "{} results", expected.len());
 
     let single = PgStore::open_or_create(&fresh_database("parity")).unwrap();
-    let single = index(Box::new(single), &model, &docs);
+    let single = index(DynStore::from(single), &model, &docs);
     assert_eq!(answers(&single, &queries), expected, "one PostgreSQL server");
 
     let coordinator = Server::start("coordinator");
@@ -130,7 +126,7 @@ fn one_server_and_two_shards_answer_exactly_as_sqlite() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let sharded =
-        index(Box::new(PgStore::open_or_create(&coordinator.url).unwrap()), &model, &docs);
+        index(DynStore::from(PgStore::open_or_create(&coordinator.url).unwrap()), &model, &docs);
     assert_eq!(answers(&sharded, &queries), expected, "sharded across two servers");
     // Both shards hold documents, and together all of them.
     let counts: Vec<i64> = shards
@@ -166,7 +162,7 @@ fn a_streaming_replica_serves_the_same_reads_and_refuses_writes() {
     let model = model();
     let primary = Server::start("primary");
     let mut engine =
-        index(Box::new(PgStore::open_or_create(&primary.url).unwrap()), &model, &scifact(60));
+        index(DynStore::from(PgStore::open_or_create(&primary.url).unwrap()), &model, &scifact(60));
     let replica_dir = primary
         .dir
         .with_file_name(format!("{}-replica", primary.dir.file_name().unwrap().to_string_lossy()));
@@ -192,8 +188,8 @@ fn a_streaming_replica_serves_the_same_reads_and_refuses_writes() {
         .unwrap();
     ingest.finish().unwrap();
     let generation = engine.store().generation().unwrap();
-    let mut reader = Engine::new(Box::new(PgStore::open(&replica.url).unwrap()) as DynStore)
-        .with_embedder(model);
+    let mut reader =
+        Engine::new(DynStore::from(PgStore::open(&replica.url).unwrap())).with_embedder(model);
     for _ in 0..100 {
         if reader.store().generation().unwrap() >= generation {
             break;
@@ -216,9 +212,8 @@ fn a_crash_during_ingest_loses_nothing_acknowledged_and_shows_nothing_half_writt
     let model = model();
     let server = Server::start("crash");
     let docs = scifact(400);
-    let mut engine =
-        Engine::new(Box::new(PgStore::open_or_create(&server.url).unwrap()) as DynStore)
-            .with_embedder(model);
+    let mut engine = Engine::new(DynStore::from(PgStore::open_or_create(&server.url).unwrap()))
+        .with_embedder(model);
     let chunker: ckeep_text::ChunkerSpec = "sentences:3".parse().unwrap();
     // Batches of 10 documents, each acknowledged when `finish` returns. The server is killed from
     // another thread once three batches are acknowledged, while later ones go in: a condition,
