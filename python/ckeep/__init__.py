@@ -14,6 +14,7 @@ Python strings). The engine is the Rust one behind the ``ckeep`` CLI; results eq
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import warnings
@@ -293,11 +294,21 @@ class Store:
             explain=explain, exact=exact, strategy=strategy)["results"]]
 
     def search_json(self, query: str, *, k: int | None = None,
-                    filter: Mapping[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+                    filter: Mapping[str, Any] | None = None, explain: bool = False,
+                    **options: Any) -> dict[str, Any]:
         """The whole response of :meth:`search` as ``ckeep search --json`` prints it (plus
         ``char_spans`` per result)."""
+        unknown = sorted(set(options) - set(inspect.signature(Store.search).parameters))
+        if unknown:
+            raise TypeError(f"search() got unexpected keyword arguments: {', '.join(unknown)}")
+        # The strategy's fields as POST /search takes them; what is left out is the store's.
+        fields = {key: value for key, value in options.items()
+                  if value is not None and value is not False}
+        if k is not None:
+            fields["k"] = k
         flt = None if filter is None else json.dumps(dict(filter))
-        return json.loads(self._native.search(query, k=k, filter=flt, **options))
+        return json.loads(self._native.search(query, json.dumps(fields), filter=flt,
+                                              explain=explain))
 
     def show(self, doc_id: str) -> dict[str, Any]:
         """A stored document: its id, title, metadata, source, hash, size and ``text``."""

@@ -218,45 +218,21 @@ impl Store {
     }
 
     /// Searches; the JSON is `ckeep search --json`'s, with each result's spans also in
-    /// characters (`char_spans`).
-    #[pyo3(signature = (query, *, strategy=None, k=None, mode=None, level=None, aggregate=None,
-        expand=None, diversify=None, repr=None, summarizer=None, model=None, filter=None,
-        explain=false, exact=false))]
-    #[allow(clippy::too_many_arguments)]
+    /// characters (`char_spans`). `fields` is the strategy's fields as JSON, as `POST /search`
+    /// takes them beside `query` (the engine's `StrategyFields`).
+    #[pyo3(signature = (query, fields, *, filter=None, explain=false))]
     fn search(
         &self,
         py: Python<'_>,
         query: String,
-        strategy: Option<String>,
-        k: Option<usize>,
-        mode: Option<String>,
-        level: Option<String>,
-        aggregate: Option<String>,
-        expand: Option<String>,
-        diversify: Option<String>,
-        repr: Option<String>,
-        summarizer: Option<String>,
-        model: Option<String>,
+        fields: &str,
         filter: Option<String>,
         explain: bool,
-        exact: bool,
     ) -> PyResult<String> {
-        let fields = StrategyFields {
-            strategy,
-            k: k.map(|k| k as u64),
-            mode,
-            level,
-            agg: aggregate,
-            expand,
-            diversify,
-            repr,
-            summarizer,
-            exact: exact.then_some(true),
-            model: model.or_else(|| self.model.clone()),
-            rerank: None,
-            rerank_k: None,
-        };
         detached(py, || {
+            let mut fields: StrategyFields =
+                serde_json::from_str(fields).map_err(|e| usage(format!("search options: {e}")))?;
+            fields.model = fields.model.or_else(|| self.model.clone());
             let req = SearchRequest::from_fields(query, &fields)?
                 .with_explain(explain)
                 .with_filter(filter.as_deref().map(parse_filter).transpose()?);
