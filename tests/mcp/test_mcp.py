@@ -162,7 +162,8 @@ def test_mistakes_are_tool_errors_the_agent_can_read(squad: tuple[Path, dict[str
             error, res = await call(session, "search", {"query": "x", "mode": "fuzzy"})
             assert error and "mode" in res["error"]["message"]
             error, res = await call(session, "search", {"query": "   "})
-            assert error and res["error"]["message"] == "`query` is empty"
+            # The engine's words, as the CLI and HTTP give them (one error model).
+            assert error and res["error"]["message"] == "the query is empty"
             error, res = await call(session, "show", {"id": "no-such-doc"})
             assert error and res["error"]["code"] == "not_found"
             length = len(texts[doc_id].encode("utf-8"))

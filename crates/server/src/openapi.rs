@@ -16,7 +16,7 @@ use crate::routes::documents::{
 };
 use crate::routes::evaluate::{EvaluateBody, Evaluation};
 use crate::routes::query::{SearchBody, SimilarBody};
-use crate::routes::{Health, StatsBody};
+use crate::routes::status::{Health, StatsBody};
 
 /// What the API says of itself.
 const DESCRIPTION: &str = "Store long, index short: documents kept whole, indexed as small \

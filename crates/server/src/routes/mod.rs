@@ -1,17 +1,18 @@
-//! The routes, authentication and the small read-only endpoints.
+//! The routes, admission and authentication; the description at `/openapi.json`.
 
 pub(crate) mod documents;
 pub(crate) mod evaluate;
 pub(crate) mod query;
+pub(crate) mod status;
 
 use std::sync::Arc;
 
+use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
 
 use crate::AppState;
 use crate::error::{ApiError, ErrorCode};
@@ -38,7 +39,7 @@ pub const ROUTES: &[(&str, &str)] = &[
 pub fn router(state: Arc<AppState>) -> Router {
     let body_limit = state.config.limits.max_body_bytes;
     let authed = Router::new()
-        .route("/stats", get(stats))
+        .route("/stats", get(status::stats))
         .route("/metrics", get(crate::observe::metrics))
         .route("/documents", get(documents::list).post(documents::add))
         .route(
@@ -53,7 +54,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/evaluate/{id}/apply", post(evaluate::apply))
         .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), authenticate));
     Router::new()
-        .route("/health", get(health))
+        .route("/health", get(status::health))
         .route("/openapi.json", get(openapi))
         .route("/", get(crate::ui::index))
         .route("/ui/{file}", get(crate::ui::asset))
@@ -130,53 +131,7 @@ async fn method_not_allowed() -> ApiError {
     ApiError::new(ErrorCode::MethodNotAllowed, "this endpoint does not take that method")
 }
 
-/// `GET /health`: the server is up.
-#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub(crate) struct Health {
-    /// `ok`.
-    status: &'static str,
-    /// The server's version.
-    version: &'static str,
-    /// Seconds since it started.
-    uptime_seconds: f64,
-}
-
-/// Liveness: answers without touching the store, and without a token.
-async fn health(State(state): State<Arc<AppState>>) -> Json<Health> {
-    Json(Health {
-        status: "ok",
-        version: env!("CARGO_PKG_VERSION"),
-        uptime_seconds: state.started.elapsed().as_secs_f64(),
-    })
-}
-
 async fn openapi() -> Response {
     ([(axum::http::header::CONTENT_TYPE, "application/json")], crate::openapi::openapi())
         .into_response()
-}
-
-/// `GET /stats`: the engine's store summary (the shape of `ckeep stats --json`), and how the
-/// server has batched queries for the model.
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub(crate) struct StatsBody {
-    #[serde(flatten)]
-    summary: ckeep_engine::StoreSummary,
-    /// How concurrent queries were embedded together (with query batching on).
-    query_batches: Option<QueryBatches>,
-}
-
-/// Model calls made for queries, and the queries they embedded.
-#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub(crate) struct QueryBatches {
-    /// Calls to the model.
-    model_calls: u64,
-    /// Queries embedded by them.
-    queries: u64,
-}
-
-async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<StatsBody>, ApiError> {
-    let summary = state.workers.read(|e| Ok(e.searcher()?.summary()?)).await?;
-    let query_batches =
-        state.query_batches().map(|(model_calls, queries)| QueryBatches { model_calls, queries });
-    Ok(Json(StatsBody { summary, query_batches }))
 }
