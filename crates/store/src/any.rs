@@ -7,8 +7,9 @@ use std::path::Path;
 use crate::PgStore;
 use crate::{Result, SqliteStore, StoreRead};
 
-/// Any store, chosen at run time: every [`StoreRead`] and [`crate::StoreWrite`] method is forwarded
-/// to the backend by `enum_dispatch` (no hand-written forwarding), and `From` each backend.
+/// Any store, chosen at run time: every [`StoreRead`] and [`crate::StoreWrite`] method is
+/// forwarded to the backend by `enum_dispatch` (no hand-written forwarding), and `From` each
+/// backend.
 // One per open store, made once and moved rarely: a larger variant costs nothing worth a box.
 #[allow(clippy::large_enum_variant)]
 #[enum_dispatch::enum_dispatch(StoreRead, StoreWrite)]
