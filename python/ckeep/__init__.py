@@ -298,7 +298,7 @@ class Store:
                     **options: Any) -> dict[str, Any]:
         """The whole response of :meth:`search` as ``ckeep search --json`` prints it (plus
         ``char_spans`` per result)."""
-        unknown = sorted(set(options) - set(inspect.signature(Store.search).parameters))
+        unknown = sorted(set(options) - _SEARCH_OPTIONS)
         if unknown:
             raise TypeError(f"search() got unexpected keyword arguments: {', '.join(unknown)}")
         # The strategy's fields as POST /search takes them; what is left out is the store's.
@@ -398,6 +398,10 @@ class Store:
     def check(self) -> dict[str, Any]:
         """``ckeep check --json``: ``ok`` and a report of every span, parent and count."""
         return json.loads(self._native.check())
+
+
+# What `Store.search` takes, read once from its signature (search_json refuses anything else).
+_SEARCH_OPTIONS = frozenset(inspect.signature(Store.search).parameters)
 
 
 class Embedder:

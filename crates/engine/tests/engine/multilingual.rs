@@ -14,11 +14,7 @@ use ckeep_engine::{AnalyzerChoice, Engine, SearchRequest, Strategy};
 use ckeep_store::{SqliteStore, StoreRead};
 use ckeep_text::ChunkerSpec;
 
-use ckeep_testkit::data_dir;
-
-fn model(name: &str) -> Arc<dyn Embedder> {
-    ckeep_testkit::model(name)
-}
+use ckeep_testkit::{data_dir, model};
 
 /// The first `n` articles of a long-document split, and the first question of each.
 fn split(set: &str, n: usize) -> (Vec<Document>, Vec<(String, String)>) {

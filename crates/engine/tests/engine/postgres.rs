@@ -3,7 +3,6 @@
 //! one server and sharded across two behind a coordinator; a streaming replica serving reads; and a server crash during ingest
 //! that loses nothing acknowledged, shows nothing half-written, and that the writer survives.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -15,10 +14,6 @@ use ckeep_store::{DynStore, PgStore, SqliteStore, StoreRead, StoreWrite};
 
 fn model() -> Arc<dyn Embedder> {
     ckeep_testkit::model("all-MiniLM-L6-v2")
-}
-
-fn data() -> PathBuf {
-    ckeep_testkit::data_dir()
 }
 
 /// The first `n` SciFact abstracts.
@@ -39,7 +34,9 @@ fn scifact(n: usize) -> Vec<Document> {
 
 /// The first `n` SciFact queries.
 fn queries(n: usize) -> Vec<String> {
-    let text = std::fs::read_to_string(data().join("beir_scifact/queries.jsonl")).unwrap();
+    let text =
+        std::fs::read_to_string(ckeep_testkit::data_dir().join("beir_scifact/queries.jsonl"))
+            .unwrap();
     text.lines()
         .take(n)
         .map(|l| {
