@@ -56,7 +56,7 @@ for run, label, name in rows:
 print("| summary-avg:A, window-avg:W | derived at the first query | | | 0 |")
 llm = load("llm.json")
 st = next(s for s in llm["derived"] if s["stage"].startswith("summaries llm"))
-print(f"\nLLM summaries (qwen2.5-coder-0.5b-instruct Q4_K_M, candle, CPU): {st['documents']} documents in {st['seconds']:.1f} s, "
+print(f"\nLLM summaries (qwen2.5-coder-0.5b-instruct Q4_K_M, llama.cpp, CPU): {st['documents']} documents in {st['seconds']:.1f} s, "
       f"{st['seconds']/max(st['documents'],1):.1f} s per document, {st['generated_tokens']} tokens generated, "
       f"{st['generated_tokens']/max(st['seconds'],1e-9):.1f} generated tokens/s (prompt prefill included)")
 PY

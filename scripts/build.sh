@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Inside scripts/test.sh, after its build: nothing to ask cargo (whose lock a test lane may hold).
 [ -z "${CKEEP_BUILT:-}" ] || exit 0
+scripts/build_deps.sh
 # As maturin builds it: an extension module, whose Python symbols the interpreter provides.
 export PYO3_BUILD_EXTENSION_MODULE=1
 cargo build --quiet --workspace --lib --bins --tests --examples "$@"

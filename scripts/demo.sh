@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 if [ -n "${CKEEP_BIN:-}" ]; then
   ckeep=$CKEEP_BIN
 else
+  scripts/build_deps.sh
   echo "building ckeep (release; several minutes the first time, seconds after)" >&2
   cargo build --release -p ckeep
   ckeep=target/release/ckeep

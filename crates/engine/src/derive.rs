@@ -10,7 +10,6 @@ use std::time::Instant;
 use ckeep_core::Chunk;
 use ckeep_embed::InputKind;
 use ckeep_store::{DerivedWrite, Lacking, LexicalEntry, StoreWrite, StoredDocument, VectorEntry};
-use rayon::prelude::*;
 
 use crate::engine::Writer;
 use crate::error::{Error, Result};
@@ -219,10 +218,8 @@ impl<S: StoreWrite> Writer<'_, S> {
     ) -> Result<(Vec<DerivedWrite>, u64)> {
         let embedder = self.engine.embedder.as_deref();
         let docs = self.documents_with_leaves(ids)?;
-        let summaries: Vec<(String, usize)> = docs
-            .par_iter()
-            .map(|(d, _)| loaded.summarize(&d.document, embedder))
-            .collect::<Result<_>>()?;
+        let texts: Vec<&ckeep_core::Document> = docs.iter().map(|(d, _)| &d.document).collect();
+        let summaries = loaded.summarize_all(&texts, embedder)?;
         let name = loaded.spec.to_string();
         let vectors = match embedder {
             Some(e) => {

@@ -168,6 +168,7 @@ pub fn prompt(doc: &Document, input_words: usize) -> Prompt {
             "{title}{body}\n\nSummarize the document above in one paragraph of at most {LLM_SUMMARY_WORDS} words: what it is about and the main people, places, events and topics it covers. Write plain sentences, no lists, only the summary."
         ),
         max_tokens: LLM_SUMMARY_WORDS * 3 / 2,
+        one_line: false,
     }
 }
 
@@ -197,6 +198,36 @@ impl LoadedSummarizer {
         Ok(Self { spec: spec.clone(), generator })
     }
 
+    /// The summaries of `docs`, in order: a language model writes them side by side (see
+    /// [`ckeep_llm::Generator::generate_many`]), the other summarizers one per core.
+    pub fn summarize_all(
+        &self,
+        docs: &[&Document],
+        embedder: Option<&dyn Embedder>,
+    ) -> Result<Vec<(String, usize)>> {
+        use rayon::prelude::*;
+        let Some(g) = &self.generator else {
+            return docs.par_iter().map(|d| self.summarize(d, embedder)).collect();
+        };
+        let words = self.input_words();
+        let prompts: Vec<Prompt> = docs.iter().map(|d| prompt(d, words)).collect();
+        g.generate_many(&prompts)
+            .into_iter()
+            .map(|out| {
+                let out = out?;
+                Ok((
+                    out.text.trim().to_string(),
+                    if out.cached { 0 } else { out.completion_tokens },
+                ))
+            })
+            .collect()
+    }
+
+    /// Words of a document a language model reads: fewer for the local model, which is slower.
+    fn input_words(&self) -> usize {
+        if matches!(self.spec, Summarizer::Llm(_)) { LLM_INPUT_WORDS } else { HTTP_INPUT_WORDS }
+    }
+
     /// The summary of `doc`, and the tokens a language model generated for it (0 otherwise).
     pub fn summarize(
         &self,
@@ -221,12 +252,7 @@ impl LoadedSummarizer {
                 0,
             )),
             (Summarizer::Llm(_) | Summarizer::Http(_), Some(g)) => {
-                let words = if matches!(self.spec, Summarizer::Llm(_)) {
-                    LLM_INPUT_WORDS
-                } else {
-                    HTTP_INPUT_WORDS
-                };
-                let out = g.generate(&prompt(doc, words))?;
+                let out = g.generate(&prompt(doc, self.input_words()))?;
                 Ok((
                     out.text.trim().to_string(),
                     if out.cached { 0 } else { out.completion_tokens },

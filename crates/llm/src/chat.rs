@@ -7,7 +7,7 @@ use ckeep_models::openai::{OpenAiClient, ServerError};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::{Error, Generation, Generator, Prompt, Result};
+use crate::{Error, Generation, Generator, Prompt, Result, Sink};
 
 /// Largest response accepted.
 const MAX_RESPONSE: u64 = 4 << 20;
@@ -33,6 +33,21 @@ struct Choice {
 struct Message {
     #[serde(default)]
     content: Option<String>,
+}
+
+/// One event of a streamed answer.
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: Option<Message>,
 }
 
 #[derive(Deserialize)]
@@ -65,14 +80,7 @@ impl Generator for ChatClient {
 
     fn generate(&self, prompt: &Prompt) -> Result<Generation> {
         let started = Instant::now();
-        let body = json!({
-            "messages": [
-                {"role": "system", "content": prompt.system},
-                {"role": "user", "content": prompt.user},
-            ],
-            "max_tokens": prompt.max_tokens,
-            "temperature": 0,
-        });
+        let body = request(prompt);
         let parsed: Response = self
             .client
             .post(body, MAX_RESPONSE, "a chat-completions response")
@@ -81,6 +89,7 @@ impl Generator for ChatClient {
             parsed.choices.into_iter().next().and_then(|c| c.message.content).ok_or_else(|| {
                 server_error(self.client.error("the response has no message content"))
             })?;
+        let text = if prompt.one_line { first_line(&text).to_string() } else { text };
         let (prompt_tokens, completion_tokens) =
             parsed.usage.map_or((0, 0), |u| (u.prompt_tokens, u.completion_tokens));
         Ok(Generation {
@@ -91,4 +100,80 @@ impl Generator for ChatClient {
             cached: false,
         })
     }
+
+    /// The answer as server-sent events (`"stream": true`), passed on as they come; a one-line
+    /// answer or a cancelled one closes the stream early (the server stops generating).
+    fn stream(&self, prompt: &Prompt, sink: &mut dyn Sink) -> Result<Generation> {
+        let started = Instant::now();
+        let mut body = request(prompt);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let mut text = String::new();
+        let mut usage = None;
+        let mut cancelled = false;
+        let mut deltas = 0;
+        self.client
+            .post_lines(body, &mut |line| {
+                if sink.cancelled() {
+                    cancelled = true;
+                    return Ok(false);
+                }
+                let Some(data) = line.strip_prefix("data:").map(str::trim) else { return Ok(true) };
+                if data == "[DONE]" {
+                    return Ok(false);
+                }
+                let chunk: Chunk = serde_json::from_str(data)
+                    .map_err(|e| self.client.error(format!("not a chat-completions chunk: {e}")))?;
+                usage = chunk.usage.or(usage.take());
+                let Some(piece) = chunk.choices.into_iter().next().and_then(|c| c.delta?.content)
+                else {
+                    return Ok(true);
+                };
+                deltas += 1;
+                let before = text.len();
+                text.push_str(&piece);
+                if prompt.one_line {
+                    let line = first_line(&text).len();
+                    if line < text.len() {
+                        text.truncate(line);
+                        sink.text(text.get(before.min(line)..).unwrap_or_default());
+                        return Ok(false);
+                    }
+                }
+                sink.text(&text[before..]);
+                Ok(true)
+            })
+            .map_err(server_error)?;
+        if cancelled {
+            return Err(Error::Cancelled);
+        }
+        let (prompt_tokens, completion_tokens) =
+            usage.map_or((0, deltas), |u| (u.prompt_tokens, u.completion_tokens));
+        Ok(Generation {
+            text,
+            prompt_tokens,
+            completion_tokens,
+            seconds: started.elapsed().as_secs_f64(),
+            cached: false,
+        })
+    }
+}
+
+/// The chat request for `prompt` (greedy).
+fn request(prompt: &Prompt) -> serde_json::Value {
+    json!({
+        "messages": [
+            {"role": "system", "content": prompt.system},
+            {"role": "user", "content": prompt.user},
+        ],
+        "max_tokens": prompt.max_tokens,
+        "temperature": 0,
+    })
+}
+
+/// `text` up to the end of its first non-empty line (leading blank lines kept, as the local
+/// model keeps them).
+pub(crate) fn first_line(text: &str) -> &str {
+    let start = text.len() - text.trim_start().len();
+    text[start..].find('\n').map_or(text, |end| &text[..start + end])
 }

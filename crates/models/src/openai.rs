@@ -81,10 +81,41 @@ impl OpenAiClient {
     /// `limit` bytes; `what` names the expected answer in the error when it does not parse.
     pub fn post<T: DeserializeOwned>(
         &self,
-        mut body: serde_json::Value,
+        body: serde_json::Value,
         limit: u64,
         what: &str,
     ) -> Result<T, ServerError> {
+        self.send(body)?
+            .body_mut()
+            .with_config()
+            .limit(limit)
+            .read_json()
+            .map_err(|e| self.error(format!("not {what}: {e}")))
+    }
+
+    /// POSTs `body` and passes each line of the answer as it arrives (a server-sent event
+    /// stream) to `line`, until it returns `false` or the answer ends.
+    pub fn post_lines(
+        &self,
+        body: serde_json::Value,
+        line: &mut dyn FnMut(&str) -> Result<bool, ServerError>,
+    ) -> Result<(), ServerError> {
+        let resp = self.send(body)?;
+        let reader = std::io::BufReader::new(resp.into_body().into_reader());
+        for text in std::io::BufRead::lines(reader) {
+            let text = text.map_err(|e| self.error(format!("reading the stream: {e}")))?;
+            if !line(&text)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The response to `body`, or the server's error.
+    fn send(
+        &self,
+        mut body: serde_json::Value,
+    ) -> Result<ureq::http::Response<ureq::Body>, ServerError> {
         if !self.model.is_empty() {
             body["model"] = serde_json::Value::String(self.model.clone());
         }
@@ -99,11 +130,7 @@ impl OpenAiClient {
             let short: String = text.chars().take(300).collect();
             return Err(self.error(format!("HTTP {status}: {short}")));
         }
-        resp.body_mut()
-            .with_config()
-            .limit(limit)
-            .read_json()
-            .map_err(|e| self.error(format!("not {what}: {e}")))
+        Ok(resp)
     }
 }
 

@@ -27,6 +27,25 @@ pub enum ModelCommand {
     /// Load a model and describe it: architecture, dimensions, input limit, pooling, prompts,
     /// fingerprint.
     Info(ModelInfoArgs),
+    /// Measure a local language model's speed on this machine, as llama.cpp's `llama-bench`
+    /// does: prompt tokens read per second, and tokens written per second after each prompt.
+    Speed(ModelSpeedArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ModelSpeedArgs {
+    /// A language model: an installed name (`qwen2.5-coder-0.5b-instruct`) or a `.gguf` file.
+    #[arg(value_name = "MODEL")]
+    pub model: String,
+    /// Prompt lengths, in tokens (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "64,512,2048", value_name = "TOKENS")]
+    pub prompt: Vec<usize>,
+    /// Tokens written after each prompt.
+    #[arg(long, default_value_t = 128, value_name = "TOKENS")]
+    pub generate: usize,
+    /// Runs of each length, after one warm-up; the mean is shown.
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
 }
 
 #[derive(Debug, Args)]
@@ -66,7 +85,58 @@ pub fn run(cmd: &ModelCommand, out: &Output) -> anyhow::Result<ExitCode> {
         ModelCommand::List => list(out),
         ModelCommand::Pull(a) => pull(a, out),
         ModelCommand::Info(a) => info(a, out),
+        ModelCommand::Speed(a) => speed(a, out),
     }
+}
+
+#[cfg(feature = "llm")]
+fn speed(args: &ModelSpeedArgs, out: &Output) -> anyhow::Result<ExitCode> {
+    let model = ckeep_llm::LlamaGguf::load(&ckeep_llm::gguf_path(&args.model)?)?;
+    model.speed(16, 1)?;
+    let mut rows = Vec::new();
+    for &prompt in &args.prompt {
+        let runs = (0..args.repeat)
+            .map(|_| model.speed(prompt, args.generate))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mean =
+            |f: fn(&ckeep_llm::Speed) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
+        rows.push(ckeep_llm::Speed {
+            prompt_tokens: prompt,
+            prompt_per_second: mean(|s| s.prompt_per_second),
+            generated_tokens: args.generate,
+            generated_per_second: mean(|s| s.generated_per_second),
+        });
+    }
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if out.json {
+        out.print_json(&serde_json::json!({
+            "model": ckeep_llm::Generator::name(&model),
+            "threads": threads,
+            "repeat": args.repeat,
+            "speeds": rows,
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "{} on {threads} threads, mean of {} runs",
+        ckeep_llm::Generator::name(&model),
+        args.repeat
+    );
+    outln!("{:>14} {:>14} {:>16}", "prompt tokens", "prompt tok/s", "written tok/s");
+    for r in &rows {
+        outln!(
+            "{:>14} {:>14.1} {:>16.1}",
+            r.prompt_tokens,
+            r.prompt_per_second,
+            r.generated_per_second
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "llm"))]
+fn speed(_: &ModelSpeedArgs, _: &Output) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("this build of ckeep runs no local language model (cargo feature `llm`)")
 }
 
 fn list(out: &Output) -> anyhow::Result<ExitCode> {

@@ -4,7 +4,8 @@
 //! of corpus text is dropped and counted, never used, and a model that says nothing usable for
 //! [`super::MAX_UNUSABLE_IN_A_ROW`] answers in a row is stopped.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Mutex, PoisonError};
 
 use ckeep_core::Document;
 use ckeep_llm::{Generator as Llm, Prompt};
@@ -47,6 +48,8 @@ pub fn open_model(spec: &str) -> Result<Box<dyn Llm>, Error> {
 pub struct QueryWriter<'a> {
     model: &'a dyn Llm,
     template: String,
+    /// Answers written ahead of their turn ([`QueryWriter::prefetch`]), by passage.
+    ahead: Mutex<HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for QueryWriter<'_> {
@@ -64,7 +67,13 @@ impl<'a> QueryWriter<'a> {
                 "the prompt must contain `{passage}`, where the passage goes".into(),
             ));
         }
-        Ok(Self { model, template })
+        Ok(Self { model, template, ahead: Mutex::default() })
+    }
+
+    /// How many passages to ask about at once: as many as the model answers side by side (the
+    /// local model writes 8 answers for little more than the cost of one; a chat server, one).
+    pub(super) fn ahead(&self) -> usize {
+        self.model.side_by_side()
     }
 
     /// The model's name, for reports.
@@ -78,13 +87,43 @@ impl<'a> QueryWriter<'a> {
         passage: &str,
         max_words: usize,
     ) -> Result<Result<String, String>, Error> {
-        let prompt = Prompt {
+        let ahead = self.ahead.lock().unwrap_or_else(PoisonError::into_inner).remove(passage);
+        let answer = match ahead {
+            Some(text) => text,
+            None => self.model.generate(&self.prompt(passage)).map_err(Error::Generation)?.text,
+        };
+        Ok(clean(&answer, max_words).ok_or(answer))
+    }
+
+    /// Asks about the passages that come next all at once, unless the first was asked already;
+    /// [`QueryWriter::ask`] takes their answers. The answers are the ones asking one by one
+    /// gives (greedy decoding); a failure here is met again, and reported, when its turn comes.
+    pub(super) fn prefetch(&self, passages: &[&str]) {
+        let mut ahead = self.ahead.lock().unwrap_or_else(PoisonError::into_inner);
+        if passages.len() < 2 || passages.first().is_none_or(|p| ahead.contains_key(*p)) {
+            return;
+        }
+        let mut todo: Vec<&str> = Vec::new();
+        for p in passages {
+            if !ahead.contains_key(*p) && !todo.contains(p) {
+                todo.push(p);
+            }
+        }
+        let prompts: Vec<Prompt> = todo.iter().map(|p| self.prompt(p)).collect();
+        for (p, answer) in todo.into_iter().zip(self.model.generate_many(&prompts)) {
+            if let Ok(g) = answer {
+                ahead.insert(p.to_string(), g.text);
+            }
+        }
+    }
+
+    fn prompt(&self, passage: &str) -> Prompt {
+        Prompt {
             system: SYSTEM.into(),
             user: self.template.replace("{passage}", passage),
             max_tokens: MAX_TOKENS,
-        };
-        let answer = self.model.generate(&prompt).map_err(Error::Generation)?;
-        Ok(clean(&answer.text, max_words).ok_or(answer.text))
+            one_line: true,
+        }
     }
 }
 

@@ -264,32 +264,8 @@ pub fn synthesize_with(
     }
     let analyzer = Analyzer::detect(docs.iter().map(|d| d.text.as_str()));
     let (index, per_doc) = candidates(docs, opts, analyzer);
-    let mut report = SynthReport {
-        generator: opts.generator,
-        seed: opts.seed,
-        requested: opts.count,
-        queries: 0,
-        documents: docs.len(),
-        documents_with_candidates: per_doc.iter().filter(|c| !c.is_empty()).count(),
-        documents_used: 0,
-        tried: 0,
-        near_copy_dropped: 0,
-        bleed_dropped: 0,
-        bleed_relevant_added: 0,
-        masked_spans: 0,
-        unusable_answers: 0,
-        model: writer.map(|w| w.name().to_string()),
-        stopped: None,
-        analyzer: analyzer.name(),
-        min_words: opts.min_words,
-        max_words: opts.max_words,
-        masking: if opts.generator == Generator::Llm {
-            "none: a query that copies corpus text nearly word for word is dropped instead"
-        } else {
-            "each query's own text, and its near copies in other documents, are removed from \
-             the corpus the set is scored on (the `mask` spans)"
-        },
-    };
+    let with_candidates = per_doc.iter().filter(|c| !c.is_empty()).count();
+    let mut report = SynthReport::start(opts, docs.len(), with_candidates, writer, analyzer);
     if report.documents_with_candidates == 0 {
         return Err(Error::Invalid(no_candidates(docs.len(), opts)));
     }
@@ -301,23 +277,29 @@ pub fn synthesize_with(
     let order = sample(docs.len(), docs.len(), opts.seed);
     'rounds: loop {
         let mut progressed = false;
-        for &d in &order {
+        for (at, &d) in order.iter().enumerate() {
             while let Some(c) = per_doc[d].get(cursor[d]) {
                 cursor[d] += 1;
                 let Some(answer) = taken.answer_for(c) else { continue };
                 progressed = true;
                 report.tried += 1;
                 let made = match writer {
-                    Some(w) => match llm::check(docs, d, c, &index, opts, w, &mut report)
-                        .and_then(|asked| watch.observe(asked, &mut report))
-                    {
-                        Ok(made) => made,
-                        Err(e) if queries.is_empty() => return Err(e),
-                        Err(e) => {
-                            report.stopped = Some(e.to_string());
-                            break 'rounds;
+                    Some(w) => {
+                        if w.ahead() > 1 {
+                            let visit = (order.as_slice(), at, cursor.as_slice());
+                            w.prefetch(&upcoming(docs, &per_doc, visit, &taken, c, w.ahead()));
                         }
-                    },
+                        match llm::check(docs, d, c, &index, opts, w, &mut report)
+                            .and_then(|asked| watch.observe(asked, &mut report))
+                        {
+                            Ok(made) => made,
+                            Err(e) if queries.is_empty() => return Err(e),
+                            Err(e) => {
+                                report.stopped = Some(e.to_string());
+                                break 'rounds;
+                            }
+                        }
+                    }
                     None => check(docs, d, c, answer, &index, opts, &mut taken, &mut report),
                 };
                 if let Some(q) = made {
@@ -385,6 +367,72 @@ fn candidates(
         per_doc.push(order.into_iter().filter_map(|i| ordered[i].take()).collect());
     }
     (index, per_doc)
+}
+
+impl SynthReport {
+    /// The report before any query is tried.
+    fn start(
+        opts: &SynthOptions,
+        documents: usize,
+        documents_with_candidates: usize,
+        writer: Option<&llm::QueryWriter<'_>>,
+        analyzer: Analyzer,
+    ) -> Self {
+        Self {
+            generator: opts.generator,
+            seed: opts.seed,
+            requested: opts.count,
+            queries: 0,
+            documents,
+            documents_with_candidates,
+            documents_used: 0,
+            tried: 0,
+            near_copy_dropped: 0,
+            bleed_dropped: 0,
+            bleed_relevant_added: 0,
+            masked_spans: 0,
+            unusable_answers: 0,
+            model: writer.map(|w| w.name().to_string()),
+            stopped: None,
+            analyzer: analyzer.name(),
+            min_words: opts.min_words,
+            max_words: opts.max_words,
+            masking: if opts.generator == Generator::Llm {
+                "none: a query that copies corpus text nearly word for word is dropped instead"
+            } else {
+                "each query's own text, and its near copies in other documents, are removed from \
+                 the corpus the set is scored on (the `mask` spans)"
+            },
+        }
+    }
+}
+
+/// The `limit` passages the `llm` generator reads next, `c`'s first: the next eligible candidate
+/// of each document in the order the rounds visit them, `(order, at, cursor)` (asked together, see
+/// [`llm::QueryWriter::prefetch`]). Only a guess at what comes next: a passage it names but the
+/// loop skips costs one answer and changes no result.
+fn upcoming<'d>(
+    docs: &'d [Document],
+    per_doc: &[Vec<Candidate>],
+    (order, at, cursor): (&[usize], usize, &[usize]),
+    taken: &Taken,
+    c: &Candidate,
+    limit: usize,
+) -> Vec<&'d str> {
+    let passage = |d: usize, c: &Candidate| &docs[d].text[c.passage.0..c.passage.1];
+    let mut out = vec![passage(order[at], c)];
+    for &d in order[at + 1..].iter().chain(&order[..at]) {
+        if out.len() >= limit {
+            break;
+        }
+        if let Some(next) = per_doc[d][cursor[d].min(per_doc[d].len())..]
+            .iter()
+            .find(|n| taken.answer_for(n).is_some())
+        {
+            out.push(passage(d, next));
+        }
+    }
+    out
 }
 
 fn no_candidates(documents: usize, opts: &SynthOptions) -> String {
