@@ -251,12 +251,8 @@ impl LoadedSummarizer {
                 },
                 0,
             )),
-            (Summarizer::Llm(_) | Summarizer::Http(_), Some(g)) => {
-                let out = g.generate(&prompt(doc, self.input_words()))?;
-                Ok((
-                    out.text.trim().to_string(),
-                    if out.cached { 0 } else { out.completion_tokens },
-                ))
+            (Summarizer::Llm(_) | Summarizer::Http(_), Some(_)) => {
+                Ok(self.summarize_all(&[doc], embedder)?.remove(0))
             }
             (Summarizer::Llm(_) | Summarizer::Http(_), None) => {
                 Err(Error::Invalid(format!("summarizer `{}` was not loaded", self.spec)))

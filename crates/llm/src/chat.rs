@@ -89,16 +89,11 @@ impl Generator for ChatClient {
             parsed.choices.into_iter().next().and_then(|c| c.message.content).ok_or_else(|| {
                 server_error(self.client.error("the response has no message content"))
             })?;
-        let text = if prompt.one_line { first_line(&text).to_string() } else { text };
-        let (prompt_tokens, completion_tokens) =
-            parsed.usage.map_or((0, 0), |u| (u.prompt_tokens, u.completion_tokens));
-        Ok(Generation {
-            text,
-            prompt_tokens,
-            completion_tokens,
-            seconds: started.elapsed().as_secs_f64(),
-            cached: false,
-        })
+        let mut text = text;
+        if let Some(end) = prompt.one_line.then(|| crate::line_end(text.as_bytes())).flatten() {
+            text.truncate(end);
+        }
+        Ok(finish(text, parsed.usage, 0, started))
     }
 
     /// The answer as server-sent events (`"stream": true`), passed on as they come; a one-line
@@ -132,13 +127,12 @@ impl Generator for ChatClient {
                 deltas += 1;
                 let before = text.len();
                 text.push_str(&piece);
-                if prompt.one_line {
-                    let line = first_line(&text).len();
-                    if line < text.len() {
-                        text.truncate(line);
-                        sink.text(text.get(before.min(line)..).unwrap_or_default());
-                        return Ok(false);
-                    }
+                if let Some(end) =
+                    prompt.one_line.then(|| crate::line_end(text.as_bytes())).flatten()
+                {
+                    text.truncate(end);
+                    sink.text(text.get(before.min(end)..).unwrap_or_default());
+                    return Ok(false);
                 }
                 sink.text(&text[before..]);
                 Ok(true)
@@ -147,15 +141,20 @@ impl Generator for ChatClient {
         if cancelled {
             return Err(Error::Cancelled);
         }
-        let (prompt_tokens, completion_tokens) =
-            usage.map_or((0, deltas), |u| (u.prompt_tokens, u.completion_tokens));
-        Ok(Generation {
-            text,
-            prompt_tokens,
-            completion_tokens,
-            seconds: started.elapsed().as_secs_f64(),
-            cached: false,
-        })
+        Ok(finish(text, usage, deltas, started))
+    }
+}
+
+/// The generation, with the server's token counts (else `pieces` written, none read).
+fn finish(text: String, usage: Option<Usage>, pieces: usize, started: Instant) -> Generation {
+    let (prompt_tokens, completion_tokens) =
+        usage.map_or((0, pieces), |u| (u.prompt_tokens, u.completion_tokens));
+    Generation {
+        text,
+        prompt_tokens,
+        completion_tokens,
+        seconds: started.elapsed().as_secs_f64(),
+        cached: false,
     }
 }
 
@@ -169,11 +168,4 @@ fn request(prompt: &Prompt) -> serde_json::Value {
         "max_tokens": prompt.max_tokens,
         "temperature": 0,
     })
-}
-
-/// `text` up to the end of its first non-empty line (leading blank lines kept, as the local
-/// model keeps them).
-pub(crate) fn first_line(text: &str) -> &str {
-    let start = text.len() - text.trim_start().len();
-    text[start..].find('\n').map_or(text, |end| &text[..start + end])
 }

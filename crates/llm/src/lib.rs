@@ -51,7 +51,7 @@ pub use chat::ChatClient;
 pub use llama::{LlamaGguf, Speed};
 
 /// Generation failures.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A model file is missing, unreadable or not what was expected (user error).
@@ -164,6 +164,14 @@ impl<F: FnMut(&str)> Sink for F {
     fn text(&mut self, piece: &str) {
         self(piece);
     }
+}
+
+/// Where the first non-blank line of `text` ends (its newline), for [`Prompt::one_line`]: the
+/// one rule the local model and chat servers both apply, on bytes because the local model's text
+/// arrives token by token.
+pub(crate) fn line_end(text: &[u8]) -> Option<usize> {
+    let start = text.iter().position(|b| !b.is_ascii_whitespace())?;
+    text[start..].iter().position(|&b| b == b'\n').map(|n| start + n)
 }
 
 /// The sink of a caller who wants only the finished answer.

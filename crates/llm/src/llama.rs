@@ -177,7 +177,7 @@ impl LlamaGguf {
         let mut start = 0;
         while start < prompts.len() {
             if let Err(e) = &inputs[start] {
-                out.push(Err(clone_error(e)));
+                out.push(Err(e.clone()));
                 start += 1;
                 continue;
             }
@@ -199,7 +199,7 @@ impl LlamaGguf {
                 Err(e) => {
                     // A failed context is not reused: its cache may hold half a request.
                     *state = None;
-                    out.extend((start..end).map(|_| Err(clone_error(&e))));
+                    out.extend((start..end).map(|_| Err(e.clone())));
                 }
             }
             start = end;
@@ -380,6 +380,28 @@ pub struct Speed {
 }
 
 impl LlamaGguf {
+    /// [`LlamaGguf::speed`] for each prompt length, the mean of `repeat` runs, after one
+    /// warm-up run (as `llama-bench` reports it).
+    pub fn speeds(&self, prompts: &[usize], generate: usize, repeat: usize) -> Result<Vec<Speed>> {
+        self.speed(16, 1)?;
+        prompts
+            .iter()
+            .map(|&prompt| {
+                let runs = (0..repeat.max(1))
+                    .map(|_| self.speed(prompt, generate))
+                    .collect::<Result<Vec<_>>>()?;
+                let mean =
+                    |f: fn(&Speed) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
+                Ok(Speed {
+                    prompt_tokens: prompt,
+                    prompt_per_second: mean(|s| s.prompt_per_second),
+                    generated_tokens: generate,
+                    generated_per_second: mean(|s| s.generated_per_second),
+                })
+            })
+            .collect()
+    }
+
     /// Times a prompt of `prompt` tokens and `generate` tokens written after it, on a fresh
     /// context (nothing reused from earlier prompts).
     pub fn speed(&self, prompt: usize, generate: usize) -> Result<Speed> {
@@ -462,14 +484,9 @@ impl Answer {
         self.tokens.push(token);
         self.bytes.extend_from_slice(piece);
         let mut more = self.tokens.len() < self.max_tokens;
-        if self.one_line {
-            let start = self.bytes.iter().position(|b| !b.is_ascii_whitespace());
-            if let Some(end) =
-                start.and_then(|s| self.bytes[s..].iter().position(|&b| b == b'\n').map(|n| s + n))
-            {
-                self.bytes.truncate(end);
-                more = false;
-            }
+        if let Some(end) = self.one_line.then(|| crate::line_end(&self.bytes)).flatten() {
+            self.bytes.truncate(end);
+            more = false;
         }
         // Whole characters only: a token can end inside one.
         let valid = match std::str::from_utf8(&self.bytes[self.sent..]) {
@@ -540,24 +557,6 @@ fn feed(
         add(batch, t, pos + i, seq, false)?;
     }
     decode(ctx, batch)
-}
-
-/// Errors are reported once per prompt of a failed group.
-fn clone_error(e: &Error) -> Error {
-    match e {
-        Error::Cancelled => Error::Cancelled,
-        Error::TooLong { model, prompt, answer, limit } => {
-            Error::TooLong { model: model.clone(), prompt: *prompt, answer: *answer, limit: *limit }
-        }
-        Error::Setup(m) => Error::Setup(m.clone()),
-        Error::ModelFile { path, message } => {
-            Error::ModelFile { path: path.clone(), message: message.clone() }
-        }
-        other @ (Error::NotFound(_)
-        | Error::Server { .. }
-        | Error::Model(_)
-        | Error::Cache { .. }) => Error::Model(other.to_string()),
-    }
 }
 
 impl Generator for LlamaGguf {

@@ -92,21 +92,7 @@ pub fn run(cmd: &ModelCommand, out: &Output) -> anyhow::Result<ExitCode> {
 #[cfg(feature = "llm")]
 fn speed(args: &ModelSpeedArgs, out: &Output) -> anyhow::Result<ExitCode> {
     let model = ckeep_llm::LlamaGguf::load(&ckeep_llm::gguf_path(&args.model)?)?;
-    model.speed(16, 1)?;
-    let mut rows = Vec::new();
-    for &prompt in &args.prompt {
-        let runs = (0..args.repeat)
-            .map(|_| model.speed(prompt, args.generate))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mean =
-            |f: fn(&ckeep_llm::Speed) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
-        rows.push(ckeep_llm::Speed {
-            prompt_tokens: prompt,
-            prompt_per_second: mean(|s| s.prompt_per_second),
-            generated_tokens: args.generate,
-            generated_per_second: mean(|s| s.generated_per_second),
-        });
-    }
+    let rows = model.speeds(&args.prompt, args.generate, args.repeat as usize)?;
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     if out.json {
         out.print_json(&serde_json::json!({
