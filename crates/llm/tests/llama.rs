@@ -6,28 +6,15 @@
 //! one (in English and Chinese), a one-line answer stops at its line, a prompt too long for the
 //! model is refused, and a cancelled generation stops.
 
-use ckeep_llm::{CachedGenerator, Error, Generator, LlamaGguf, Prompt, Sink};
+mod common;
 
-/// A sink that cancels after its n-th piece.
-struct StopAfter(usize);
-
-impl Sink for StopAfter {
-    fn text(&mut self, _: &str) {
-        self.0 = self.0.saturating_sub(1);
-    }
-    fn cancelled(&self) -> bool {
-        self.0 == 0
-    }
-}
+use ckeep_llm::{CachedGenerator, Error, Generator, LlamaGguf, Prompt};
+use common::{StopAfter, ask};
 
 fn model() -> LlamaGguf {
     let model = ckeep_models::known("qwen2.5-coder-0.5b-instruct").expect("in the model table");
     LlamaGguf::load(&ckeep_models::installed_weights(model))
         .expect("ckeep model pull qwen2.5-coder-0.5b-instruct")
-}
-
-fn ask(user: &str, max_tokens: usize, one_line: bool) -> Prompt {
-    Prompt { system: "You answer briefly.".into(), user: user.into(), max_tokens, one_line }
 }
 
 #[test]
