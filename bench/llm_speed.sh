@@ -48,6 +48,8 @@ bench -p 0 -n 128 -d 64,512,2048 > "$out/anchor-write.json" 2> "$out/anchor-writ
 # End to end: the same work with no generation cache, the new binary and (if given) the old.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# An empty generation cache (--no-cache leaves eval synth's in use).
+export CKEEP_CACHE_DIR="$work/cache"
 before_docs="${BENCH_BEFORE_DOCS:-4}"
 head -n "$before_docs" "$DATA/squad_dev/longdoc-v1.1.docs.jsonl" > "$work/few.jsonl"
 timed() { # label, binary, args…

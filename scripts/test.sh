@@ -67,9 +67,10 @@ source scripts/test_venv.sh
 phase "  Python test packages" test_venv "numpy, pandas, pytest, langchain_core, llama_index.core, selenium, mcp" -- \
   "numpy>=1.21" "pandas>=1.5" "pytest>=7" "langchain-core>=0.3" "llama-index-core>=0.12" \
   "selenium>=4.10" "mcp>=2.3,<3"
-# llama.cpp's server, the real OpenAI-compatible server the chat client is tested against; at
-# the lowest priority, so that beside the build (in CI) it takes only what the build leaves idle.
-phase "  llama.cpp server (for tests)" nice -n 19 scripts/llama_server.sh
+# llama.cpp's server, the real OpenAI-compatible server the chat client is tested against. Not
+# at a lower priority: beside the build (in CI) it would then wait for the build to end, and
+# the tests for it.
+phase "  llama.cpp server (for tests)" scripts/llama_server.sh
 # `scripts/test.sh prepare` stops here: what the build is not needed for is installed.
 [ "$tier" != prepare ] || exit 0
 # One build of the binary, the Python module and every test binary (see scripts/build.sh).

@@ -131,7 +131,7 @@ fn a_real_chat_server_answers_streams_stops_and_refuses() {
     }
 
     // One line asked for: the answer ends at its first line, streamed or not.
-    let lines = ask("List four fruits, one per line, nothing else.", 40, false);
+    let lines = ask("Write the numbers from one to five, each on its own line.", 40, false);
     let many = client.generate(&lines).unwrap();
     assert!(many.text.trim().lines().count() > 1, "{:?}", many.text);
     let one_line = Prompt { one_line: true, ..lines };
