@@ -4,6 +4,7 @@
 
 use crate::commands::add::AddArgs;
 use crate::commands::admin::RmArgs;
+use crate::commands::ask::AskArgs;
 use crate::commands::dedup::DedupArgs;
 use crate::commands::embed::EmbedArgs;
 use crate::commands::eval::EvalArgs;
@@ -105,6 +106,16 @@ pub enum Command {
     Watch(WatchArgs),
     /// Search the store.
     Search(Box<SearchArgs>),
+    /// Answer a question from the store's documents, citing them: every quote is located in
+    /// the stored text and shown as a byte span, or marked as not found.
+    ///
+    /// The store is searched (its default strategy, or the flags'), the best passages that fit
+    /// --context-tokens become numbered sources, and a language model answers from them
+    /// (streamed as it writes), citing each sentence with a source's number and exact words.
+    /// Each quote is looked for in the stored document: exactly, then with whitespace, case and
+    /// width folded, then with a few slips. When the sources do not hold the answer, it says so
+    /// and lists them. `--llm none` answers without a model: the context's best sentences.
+    Ask(Box<AskArgs>),
     /// Print a stored document byte for byte, or its chunks with spans.
     Show(ShowArgs),
     /// Print the text `add` would store for files, without a store: what a PDF, HTML, EPUB or

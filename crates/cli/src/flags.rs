@@ -2,7 +2,7 @@
 //! one is a usage error with exit code 2 before anything runs). Each command's own arguments
 //! live beside its `run` in `commands/`.
 
-use ckeep_engine::{Level, Mode, Strategy};
+use ckeep_engine::{Level, MetadataFilter, Mode, SearchRequest, Strategy, StrategyOverrides};
 use ckeep_eval::Metric;
 use ckeep_index::Aggregation;
 use ckeep_text::ChunkerSpec;
@@ -270,4 +270,92 @@ pub(crate) fn parse_metrics(s: &str) -> Result<Vec<Metric>, String> {
         .filter(|p| !p.trim().is_empty())
         .map(|p| p.parse::<Metric>().map_err(|e| e.to_string()))
         .collect()
+}
+
+/// How a search is run, as flags: a whole strategy and its parts, filters and the model
+/// (`search`, `ask`).
+#[derive(Debug, Args)]
+pub struct StrategyFlags {
+    /// Number of results [default: 10, or the strategy's k].
+    #[arg(short, long, value_parser = clap::value_parser!(u64).range(1..=ckeep_engine::MAX_K as u64))]
+    pub k: Option<u64>,
+    /// Scoring mode.
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<Mode>,
+    /// Return chunks, or documents ranked by their chunks.
+    #[arg(long, value_parser = parse_level)]
+    pub level: Option<Level>,
+    /// How chunk scores become a document score with --level doc: max, mean:K (mean of the
+    /// best K chunks) or sum; over the best 1,000 chunks of the query.
+    #[arg(long = "aggregate", alias = "agg", value_name = "AGG", value_parser = parse_agg)]
+    pub agg: Option<Aggregation>,
+    /// After ranking, grow each hit into its context: window:W (W sentences on each side),
+    /// parent, doc, or merge:R (auto-merge into parents when more than R of their children are
+    /// hits). Overlapping contexts of one document are merged.
+    #[arg(long, value_name = "EXPANSION", value_parser = parse_expansion)]
+    pub expand: Option<ckeep_engine::Expansion>,
+    /// Diversify the results by maximal marginal relevance: `mmr[:λ[:N]]` picks the k results
+    /// one by one from the best N (default max(4k, 40)) by λ·relevance − (1−λ)·similarity to
+    /// those already picked (λ default 0.5; 1 keeps the plain ranking). --explain shows each
+    /// result's redundancy penalty.
+    #[arg(long, value_name = "MMR", value_parser = parse_diversify)]
+    pub diversify: Option<ckeep_engine::Diversify>,
+    /// Exact dense scan even for collections searched through the HNSW graph (20,000+ vectors).
+    #[arg(long)]
+    pub exact: bool,
+    /// The representation searched (default plain); R+R… fuses document rankings (with
+    /// --level doc).
+    #[arg(long, value_name = "REPR", value_parser = parse_repr_list, long_help = repr_help())]
+    pub repr: Option<String>,
+    /// The summaries a summary-based representation uses (default: the store's only one).
+    #[arg(long, value_name = "SPEC", value_parser = parse_summarizer)]
+    pub summarizer: Option<ckeep_engine::Summarizer>,
+    /// Reorder the top results by a reranker server's scores: `URL[#MODEL]` of the `/rerank`
+    /// API (TEI, Jina, Cohere and compatible servers; key from `CKEEP_API_KEY`).
+    #[arg(long, value_name = "URL")]
+    pub rerank: Option<String>,
+    /// How many results the reranker scores.
+    #[arg(long, value_name = "N", requires = "rerank", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=ckeep_engine::MAX_K as u64))]
+    pub rerank_k: Option<usize>,
+    /// A whole strategy spec; the flags above override its parts.
+    #[arg(long, value_name = "SPEC", value_parser = parse_strategy, long_help = strategy_help())]
+    pub strategy: Option<Strategy>,
+    // The help is the engine's, which the playground shows too; the flag may be repeated.
+    #[arg(long, value_name = "FILTER", value_parser = parse_filter,
+        help = ckeep_engine::MetadataFilter::CONDITION_HELP)]
+    pub filter: Vec<ckeep_engine::MetadataFilter>,
+    /// The model for dense search (default: the one the store was built with).
+    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    pub model: Option<String>,
+}
+
+impl StrategyFlags {
+    /// The strategy's parts given as flags.
+    pub fn parts(&self) -> anyhow::Result<StrategyOverrides> {
+        let repr = self.repr.as_deref().map(ckeep_engine::parse_representations);
+        Ok(StrategyOverrides {
+            k: self.k.map(|k| k as usize),
+            mode: self.mode,
+            level: self.level,
+            agg: self.agg,
+            expand: self.expand,
+            diversify: self.diversify,
+            repr: repr.transpose().map_err(anyhow::Error::msg)?,
+            summarizer: self.summarizer.clone(),
+            model: self.model.clone(),
+            // The flag only switches exact scans on.
+            exact: self.exact.then_some(true),
+            rerank: self.rerank.clone(),
+            rerank_k: self.rerank_k,
+        })
+    }
+
+    /// The search these flags ask for `query`: the whole spec if given, its parts laid over,
+    /// and the filters.
+    pub fn request(&self, query: &str) -> anyhow::Result<SearchRequest> {
+        let filter = (!self.filter.is_empty()).then(|| MetadataFilter::all(self.filter.clone()));
+        let mut req = SearchRequest::new(query).with_parts(self.parts()?).with_filter(filter);
+        req.strategy.clone_from(&self.strategy);
+        Ok(req)
+    }
 }

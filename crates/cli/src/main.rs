@@ -60,6 +60,7 @@ fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
         #[cfg(feature = "watch")]
         Command::Watch(a) => commands::watch::run(store, a, cli.global.no_cache, out),
         Command::Search(a) => commands::search::run(store, a, cli.global.no_cache, out),
+        Command::Ask(a) => commands::ask::run(store, a, cli.global.no_cache, out),
         Command::Show(a) => commands::show::run(store, a, out),
         Command::Extract(a) => commands::extract::run(a, out),
         Command::Stats => commands::admin::stats(store, out),

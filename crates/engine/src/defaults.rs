@@ -26,3 +26,14 @@ pub const PAIR_CHUNKER: &str = "words:dynamic";
 
 /// The embedding model offered when the user names none (`embed`, `similar`, `eval run`).
 pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
+
+/// The language model `ask` writes with when the user names none: the one `ckeep model pull`
+/// installs (the only generator in the model table).
+pub const DEFAULT_LLM: &str = "qwen2.5-coder-0.5b-instruct";
+
+/// Tokens of context an answer is written from by default: about six SQuAD paragraphs, read by
+/// the local model in about 6 seconds on 2 cores.
+pub const DEFAULT_CONTEXT_TOKENS: usize = 1500;
+
+/// Longest generated answer, in tokens (one or two sentences with their quotes).
+pub const ANSWER_TOKENS: usize = 256;

@@ -22,6 +22,7 @@
 
 mod adopt;
 mod analysis;
+mod answer;
 mod dedup;
 mod default_strategy;
 mod defaults;
@@ -60,6 +61,10 @@ mod watch;
 mod writer;
 
 pub use analysis::AnalyzerChoice;
+pub use answer::{
+    Answer, AnswerSentence, Answerer, AskRequest, Assembly, Citation, Found, MatchKind, NO_ANSWER,
+    Passage, Timings, Tokens, locate,
+};
 pub use ckeep_index::Analyzer;
 pub use ckeep_llm::default_cache_path as default_generation_cache;
 pub use ckeep_store::MetadataFilter;
@@ -68,8 +73,8 @@ pub use dedup::{
 };
 
 pub use defaults::{
-    DEFAULT_MODEL, DEFAULT_RERANK_K, DEFAULT_THRESHOLD, DEFAULT_TOP_K, MAX_K, MAX_QUERY_BYTES,
-    PAIR_CHUNKER,
+    ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS, DEFAULT_LLM, DEFAULT_MODEL, DEFAULT_RERANK_K,
+    DEFAULT_THRESHOLD, DEFAULT_TOP_K, MAX_K, MAX_QUERY_BYTES, PAIR_CHUNKER,
 };
 pub use diversify::{Diversify, Redundancy, SimilarityOf};
 pub use engine::{Engine, Searcher, Writer};

@@ -96,7 +96,9 @@ impl Bm25 {
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln() as f32
     }
 
-    fn term_score(&self, idf: f32, tf: u32, len: u32, avg_len: f32) -> f32 {
+    /// One term's part of a text's score: its `idf`, found `tf` times in a text of `len` terms
+    /// where texts average `avg_len`.
+    pub fn term_score(&self, idf: f32, tf: u32, len: u32, avg_len: f32) -> f32 {
         let tf = tf as f32;
         let norm = self.k1 * (1.0 - self.b + self.b * len as f32 / avg_len);
         idf * tf * (self.k1 + 1.0) / (tf + norm)

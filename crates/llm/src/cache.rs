@@ -110,6 +110,10 @@ impl Generator for CachedGenerator {
         self.inner.side_by_side()
     }
 
+    fn count_tokens(&self, text: &str) -> usize {
+        self.inner.count_tokens(text)
+    }
+
     /// The cached answers, and the others from the model in one call (side by side).
     fn generate_many(&self, prompts: &[Prompt]) -> Vec<Result<Generation>> {
         let mut out: Vec<Option<Result<Generation>>> =

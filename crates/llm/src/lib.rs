@@ -204,6 +204,22 @@ pub trait Generator: Send + Sync + std::fmt::Debug {
     fn side_by_side(&self) -> usize {
         1
     }
+    /// The tokens `text` comes to: the model's own count where it has its tokenizer here (the
+    /// local model), else [`estimate_tokens`] (a server's tokenizer is not at hand).
+    fn count_tokens(&self, text: &str) -> usize {
+        estimate_tokens(text)
+    }
+}
+
+/// An estimate of the tokens `text` comes to for a model whose tokenizer is not at hand: a
+/// token per Chinese, Japanese or Korean character (their tokenizers rarely merge more), and
+/// one per four bytes of everything else (the usual figure for English and code).
+pub fn estimate_tokens(text: &str) -> usize {
+    let (cjk, cjk_bytes) = text
+        .chars()
+        .filter(|&c| ckeep_core::script::is_cjk(c))
+        .fold((0, 0), |(n, bytes), c| (n + 1, bytes + c.len_utf8()));
+    cjk + (text.len() - cjk_bytes).div_ceil(4)
 }
 
 /// Where models live: `CKEEP_MODELS`, else `~/.cache/ckeep/models` (one table with the embedders).

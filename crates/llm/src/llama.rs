@@ -564,6 +564,10 @@ impl Generator for LlamaGguf {
         &self.name
     }
 
+    fn count_tokens(&self, text: &str) -> usize {
+        LlamaGguf::count_tokens(self, text)
+    }
+
     fn stream(&self, prompt: &Prompt, sink: &mut dyn Sink) -> Result<Generation> {
         self.run(&[prompt], &mut [sink]).pop().expect("one answer per prompt")
     }

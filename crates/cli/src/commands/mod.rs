@@ -2,6 +2,7 @@
 
 pub mod add;
 pub mod admin;
+pub mod ask;
 pub mod dedup;
 pub mod embed;
 pub mod eval;

@@ -2,6 +2,7 @@
 //! tier's tests are `#[ignore = "real tier …"]` here and run by `scripts/test.sh`).
 
 mod ann;
+mod answer;
 mod corpus;
 mod diversify;
 mod filtered;
