@@ -10,6 +10,7 @@ use crate::flags::StrategyFlags;
 use crate::output::{Output, outln, snippet};
 
 #[derive(Debug, Args)]
+#[allow(clippy::doc_markdown)] // help texts show URLs and variables as users type them
 pub struct AskArgs {
     /// The question.
     pub question: String,
@@ -98,10 +99,13 @@ fn render(answer: &Answer, streamed: bool, out: &Output) -> anyhow::Result<()> {
                 (Some(span), Some(how)) => {
                     outln!("    ✓ {} at [{span}] ({})", quote.unwrap_or_default(), how.name());
                 }
-                _ => match quote {
-                    Some(q) => outln!("    ✗ {q}: not found in the sources"),
-                    None => outln!("    ✗ cited without a quote"),
-                },
+                _ => {
+                    if let Some(q) = quote {
+                        outln!("    ✗ {q}: not found in the sources");
+                    } else {
+                        outln!("    ✗ cited without a quote");
+                    }
+                }
             }
         }
     }

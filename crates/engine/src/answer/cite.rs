@@ -34,21 +34,18 @@ pub(crate) fn parse(answer: &str) -> Parsed {
     while let Some(open) = rest.find(['[', '【', '［']) {
         let (before, from) = rest.split_at(open);
         text.push_str(before);
-        match citation(from) {
-            Some((sources, quote, len)) => {
-                rest = &from[len..];
-                // "Paris [1]." reads "Paris."; "Paris. [1] It" reads "Paris. It".
-                let next = rest.chars().next();
-                if next.is_none_or(|c| c.is_whitespace() || is_closing_punctuation(c)) {
-                    text.truncate(text.trim_end_matches([' ', '\t']).len());
-                }
-                written.push(Written { sources, quote, at: text.len() });
+        if let Some((sources, quote, len)) = citation(from) {
+            rest = &from[len..];
+            // "Paris [1]." reads "Paris."; "Paris. [1] It" reads "Paris. It".
+            let next = rest.chars().next();
+            if next.is_none_or(|c| c.is_whitespace() || is_closing_punctuation(c)) {
+                text.truncate(text.trim_end_matches([' ', '\t']).len());
             }
-            None => {
-                let c = from.chars().next().expect("a bracket");
-                text.push(c);
-                rest = &from[c.len_utf8()..];
-            }
+            written.push(Written { sources, quote, at: text.len() });
+        } else {
+            let c = from.chars().next().expect("a bracket");
+            text.push(c);
+            rest = &from[c.len_utf8()..];
         }
     }
     text.push_str(rest);
@@ -111,7 +108,7 @@ fn citation(s: &str) -> Option<(Vec<usize>, Option<String>, usize)> {
             '『' => &['』'][..],
             '‘' => &['’', '\''][..],
             '«' => &['»'][..],
-            c if c == '\'' => &['\''][..],
+            '\'' => &['\''][..],
             _ => &['"', '”'][..],
         };
         let start = p.i;
@@ -173,7 +170,10 @@ impl Cursor<'_> {
 mod tests {
     use super::*;
 
-    fn cited(p: &Parsed) -> Vec<(&str, Vec<(Vec<usize>, Option<&str>)>)> {
+    /// A sentence's text and its citations' sources and quotes.
+    type Cited<'a> = (&'a str, Vec<(Vec<usize>, Option<&'a str>)>);
+
+    fn cited(p: &Parsed) -> Vec<Cited<'_>> {
         p.sentences
             .iter()
             .map(|(s, w)| {

@@ -40,12 +40,13 @@ pub(crate) fn answer(
     let sentences: Vec<Extract> = passages
         .iter()
         .flat_map(|p| {
-            ckeep_text::chunk::sentence_spans(&p.text).into_iter().map(move |s| Extract {
+            sentence_spans(&p.text).into_iter().map(move |s| Extract {
                 source: p.number,
                 span: Span::new(p.span.start + s.start, p.span.start + s.end),
                 text: s.slice(&p.text).to_string(),
             })
         })
+        .filter(|s| !s.text.starts_with('#'))
         .filter(|s| s.text.chars().filter(|c| c.is_alphanumeric()).count() >= 3)
         .collect();
     if sentences.is_empty() {
@@ -68,6 +69,23 @@ pub(crate) fn answer(
     let mut order: Vec<usize> = (0..sentences.len()).collect();
     order.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
     Ok(order.into_iter().take(SENTENCES).map(|i| sentences[i].clone()).collect())
+}
+
+/// The sentences of `text` with hard-wrapped lines read as one: a line break alone is a space
+/// to the sentence splitter (Unicode ends a sentence at every line break), a blank line still
+/// ends a paragraph. The offsets are `text`'s, as the copy keeps every byte's place.
+fn sentence_spans(text: &str) -> Vec<Span> {
+    let bytes = text.as_bytes();
+    let unwrapped: String = text
+        .char_indices()
+        .map(|(i, c)| {
+            let lone = c == '\n'
+                && (i == 0 || bytes[i - 1] != b'\n')
+                && bytes.get(i + 1).is_some_and(|&b| b != b'\n');
+            if lone { ' ' } else { c }
+        })
+        .collect();
+    ckeep_text::chunk::sentence_spans(&unwrapped)
 }
 
 /// BM25 of each sentence for the question's terms, the sentences taken as the collection.
@@ -154,6 +172,20 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn wrapped_lines_are_one_sentence_and_headings_are_not_answers() {
+        let text = "# How long documents\n\nBM25 divides by the length\nof the document, scaled by b.\nShort ones win.";
+        let got = answer(
+            "How is document length used?",
+            &[passage(1, 0, text)],
+            Analyzer::Standard,
+            None,
+        )
+        .unwrap();
+        assert_eq!(got[0].text, "BM25 divides by the length\nof the document, scaled by b.");
+        assert!(got.iter().all(|s| !s.text.starts_with('#')), "{got:?}");
     }
 
     #[test]

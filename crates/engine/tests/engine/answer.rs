@@ -25,7 +25,7 @@ struct Scripted {
 }
 
 impl Scripted {
-    fn new(answer: &str) -> Answerer {
+    fn answering(answer: &str) -> Answerer {
         Self::keeping(answer).0
     }
 
@@ -37,7 +37,7 @@ impl Scripted {
 }
 
 impl Generator for Scripted {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "scripted"
     }
     fn stream(&self, prompt: &Prompt, sink: &mut dyn Sink) -> ckeep_llm::Result<Generation> {
@@ -100,7 +100,7 @@ fn quotes_are_located_in_the_stored_text_and_unfound_ones_marked() {
                   1889 [1: \"built by Gustave Eifel's company for the 1889\"]. It is painted red \
                   [1: \"painted bright red\"].";
     let (answer, streamed) =
-        ask(&engine, "How tall is the Eiffel Tower?", &Scripted::new(script), false);
+        ask(&engine, "How tall is the Eiffel Tower?", &Scripted::answering(script), false);
     assert_eq!(streamed, script, "the model's text is passed on as it is written");
     assert_eq!(answer.passages[0].doc_id, "eiffel");
     assert_eq!(answer.passages[0].number, 1);
@@ -118,7 +118,8 @@ fn quotes_are_located_in_the_stored_text_and_unfound_ones_marked() {
     assert_eq!((answer.tokens.prompt, answer.tokens.answer), (100, 10));
 
     // Strict: the sentence without a located quote is left out.
-    let (strict, _) = ask(&engine, "How tall is the Eiffel Tower?", &Scripted::new(script), true);
+    let (strict, _) =
+        ask(&engine, "How tall is the Eiffel Tower?", &Scripted::answering(script), true);
     assert_eq!(strict.answer, "It is 330 metres tall. It was built in 1889.");
     assert!(strict.sentences[2].withheld && !strict.abstained);
 }
@@ -148,7 +149,7 @@ fn the_prompt_numbers_the_passages_and_not_found_abstains() {
 fn chinese_answers_with_full_width_citations() {
     let engine = store();
     let script = "埃菲尔铁塔高330米【1：「高３３０米」】，建于1889年［1：「建于1889年」］。";
-    let (answer, _) = ask(&engine, "埃菲尔铁塔有多高？", &Scripted::new(script), true);
+    let (answer, _) = ask(&engine, "埃菲尔铁塔有多高？", &Scripted::answering(script), true);
     assert_eq!(answer.passages[0].doc_id, "tower-zh");
     assert_eq!(answer.answer, "埃菲尔铁塔高330米，建于1889年。");
     let c = &answer.sentences[0].citations;
