@@ -310,6 +310,30 @@ class Store:
         return json.loads(self._native.search(query, json.dumps(fields), filter=flt,
                                               explain=explain))
 
+    def ask(self, question: str, *, llm: str | None = None, context_tokens: int | None = None,
+            max_tokens: int | None = None, strict: bool = False,
+            filter: Mapping[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+        """An answer from the stored documents with its citations located in them, as
+        ``ckeep ask --json`` gives it: ``answer``, ``abstained``, ``sentences`` (each with its
+        ``citations``: ``source``, ``quote``, ``verified``, ``doc_id``, byte ``span``, ``match``),
+        the numbered ``passages`` of the context, ``tokens`` and ``timings``.
+
+        ``llm``: ``"none"`` answers with the context's best sentences (no model); a chat server
+        ``"URL#MODEL"`` (llama.cpp's server, Ollama, vLLM, OpenAI) writes the answer. This wheel
+        has no local language model yet, so the default (the installed GGUF model) works from
+        the ``ckeep`` binary only. ``strict`` leaves out sentences without a located citation.
+        The search options (``mode``, ``strategy``, ``k``, …) are :meth:`search`'s.
+        """
+        unknown = sorted(set(options) - _SEARCH_OPTIONS)
+        if unknown:
+            raise TypeError(f"ask() got unexpected keyword arguments: {', '.join(unknown)}")
+        fields = {key: value for key, value in options.items()
+                  if value is not None and value is not False}
+        flt = None if filter is None else json.dumps(dict(filter))
+        return json.loads(self._native.ask(
+            question, json.dumps(fields), llm=llm, context_tokens=context_tokens,
+            max_tokens=max_tokens, strict=strict, filter=flt))
+
     def show(self, doc_id: str) -> dict[str, Any]:
         """A stored document: its id, title, metadata, source, hash, size and ``text``."""
         return json.loads(self._native.show(doc_id))

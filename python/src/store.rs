@@ -9,8 +9,8 @@ use anyhow::{Context, anyhow, bail};
 use ckeep_core::Document;
 use ckeep_embed::Embedder;
 use ckeep_engine::{
-    AnalyzerChoice, DedupOptions, DocumentPart, Engine, Inputs, Lease, MetadataFilter, ModelSet,
-    PairModel, ReaderPool, SearchRequest, StrategyFields,
+    AnalyzerChoice, Answerer, AskRequest, DedupOptions, DocumentPart, Engine, Inputs, Lease,
+    MetadataFilter, ModelSet, PairModel, ReaderPool, SearchRequest, StrategyFields,
 };
 use ckeep_store::{DynStore, StoreRead, StoreWrite};
 use ckeep_text::{ChunkerSpec, LoadOptions, Loader};
@@ -239,6 +239,41 @@ impl Store {
             let reader = self.take_reader()?;
             let res = reader.search(&req)?;
             with_char_spans(&reader, &res)
+        })
+    }
+
+    /// An answer with located citations: `ckeep ask --json`'s. `fields` as for `search`;
+    /// `llm` is `none` (extractive) or a chat server `URL#MODEL` (the wheel has no local
+    /// language model yet).
+    #[pyo3(signature = (question, fields, *, llm=None, context_tokens=None, max_tokens=None, strict=false, filter=None))]
+    #[allow(clippy::too_many_arguments)] // the keyword arguments of `Store.ask`
+    fn ask(
+        &self,
+        py: Python<'_>,
+        question: String,
+        fields: &str,
+        llm: Option<String>,
+        context_tokens: Option<usize>,
+        max_tokens: Option<usize>,
+        strict: bool,
+        filter: Option<String>,
+    ) -> PyResult<String> {
+        detached(py, || {
+            let mut fields: StrategyFields =
+                serde_json::from_str(fields).map_err(|e| usage(format!("ask options: {e}")))?;
+            fields.model = fields.model.or_else(|| self.model.clone());
+            let search = SearchRequest::from_fields(question.clone(), &fields)?
+                .with_filter(filter.as_deref().map(parse_filter).transpose()?);
+            let request = AskRequest::new(question).with_search(search).with_options(
+                context_tokens,
+                max_tokens,
+                strict,
+            )?;
+            let answerer =
+                Answerer::load(llm.as_deref(), Some(&ckeep_engine::default_generation_cache()))?;
+            let reader = self.take_reader()?;
+            let answer = request.answer(&reader, &answerer, &mut |_: &str| {})?;
+            Ok(serde_json::to_string(&answer)?)
         })
     }
 

@@ -240,3 +240,23 @@ def test_a_further_model_fuses_as_the_cli_fuses(tmp_path: Path, query: str) -> N
     assert "potion-base-8M" in lists, lists
     with pytest.raises(ckeep.UsageError):
         store.search(query, strategy=f"models={MODEL}+test-hash-32,mode=hybrid")
+
+
+@pytest.mark.parametrize("question", ["Why do owls fly almost without a sound?",
+                                      "长江最后注入哪里？", "桜の見頃はどのくらいですか？"])
+def test_ask_gives_the_clis_answer_with_located_citations(cli_store: Path, question: str) -> None:
+    store = ckeep.Store(cli_store)
+    got = store.ask(question, llm="none")
+    want = cli("ask", question, "--llm", "none", store=cli_store)
+    for key in ("answer", "abstained", "sentences", "strategy", "context"):
+        assert got[key] == want[key], key
+    assert [p["doc_id"] for p in got["passages"]] == [p["doc_id"] for p in want["passages"]]
+    texts = {d["id"]: d["text"] for d in map(json.loads, CORPUS_JSONL.read_text().splitlines())}
+    for sentence in got["sentences"]:
+        for c in sentence["citations"]:
+            text = texts[c["doc_id"]].encode()
+            assert text[c["span"][0]:c["span"][1]].decode() == c["quote"]
+    with pytest.raises(ckeep.UsageError):
+        store.ask("  ", llm="none")
+    with pytest.raises(TypeError):
+        store.ask(question, llm="none", colour="red")

@@ -37,3 +37,9 @@ pub const DEFAULT_CONTEXT_TOKENS: usize = 1500;
 
 /// Longest generated answer, in tokens (one or two sentences with their quotes).
 pub const ANSWER_TOKENS: usize = 256;
+
+/// Largest context budget an answer takes, in tokens (beyond any local model's window).
+pub const MAX_CONTEXT_TOKENS: usize = 1_000_000;
+
+/// Longest answer asked for, in tokens.
+pub const MAX_ANSWER_TOKENS: usize = 8192;

@@ -66,6 +66,7 @@ pub use answer::{
     Passage, Timings, Tokens, locate,
 };
 pub use ckeep_index::Analyzer;
+pub use ckeep_llm::Sink;
 pub use ckeep_llm::default_cache_path as default_generation_cache;
 pub use ckeep_store::MetadataFilter;
 pub use dedup::{
@@ -74,7 +75,8 @@ pub use dedup::{
 
 pub use defaults::{
     ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS, DEFAULT_LLM, DEFAULT_MODEL, DEFAULT_RERANK_K,
-    DEFAULT_THRESHOLD, DEFAULT_TOP_K, MAX_K, MAX_QUERY_BYTES, PAIR_CHUNKER,
+    DEFAULT_THRESHOLD, DEFAULT_TOP_K, MAX_ANSWER_TOKENS, MAX_CONTEXT_TOKENS, MAX_K,
+    MAX_QUERY_BYTES, PAIR_CHUNKER,
 };
 pub use diversify::{Diversify, Redundancy, SimilarityOf};
 pub use engine::{Engine, Searcher, Writer};

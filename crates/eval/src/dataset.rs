@@ -43,6 +43,9 @@ pub struct Dataset {
     pub queries: Vec<Query>,
     /// Judgements.
     pub qrels: Qrels,
+    /// Questions the corpus does not answer (SQuAD 2.0's `is_impossible`), in id order:
+    /// retrieval metrics leave them out, `eval answers` asks them to score abstention.
+    pub unanswerable: Vec<Query>,
     /// Passage-level relevance (`--relevance passage`): each document's passages as
     /// `(passage id, byte span)`; results are then judged by the passage their best chunk
     /// starts in, and the qrels name passages.
@@ -165,6 +168,7 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<Dataset, Error> {
         docs,
         queries,
         qrels,
+        unanswerable: Vec::new(),
         passages: std::collections::HashMap::new(),
         skipped,
         masked: 0,
@@ -245,6 +249,7 @@ fn passage_spans(
 
 /// Loads the long-document layout; with `passages`, relevance is the query's `pid` (the
 /// paragraph that answers it) rather than its document.
+#[allow(clippy::too_many_lines)] // one record's checks, in the order the layout states them
 pub fn load_longdoc_at(
     docs_path: &Path,
     queries_path: &Path,
@@ -253,6 +258,7 @@ pub fn load_longdoc_at(
     let (mut docs, skipped) = load_docs(docs_path)?;
     let mut qrels = Qrels::default();
     let mut queries = Vec::new();
+    let mut unanswerable = Vec::new();
     let mut masks: Vec<(String, bool, usize, usize)> = Vec::new();
     let (objects, mut problems) = jsonl(queries_path)?;
     for (line, obj) in objects {
@@ -292,7 +298,9 @@ pub fn load_longdoc_at(
             }
         };
         if obj.get("is_impossible") == Some(&Value::Bool(true)) {
-            continue; // SQuAD v2 unanswerable questions have no relevant document
+            // SQuAD v2 unanswerable questions have no relevant document.
+            unanswerable.push(Query { id, text, answers: Vec::new() });
+            continue;
         }
         match mask_spans(&obj) {
             Ok(found) => masks.extend(found),
@@ -330,6 +338,8 @@ pub fn load_longdoc_at(
     })?;
     queries.sort_by(|a, b| a.id.cmp(&b.id));
     queries.dedup_by(|a, b| a.id == b.id);
+    unanswerable.sort_by(|a, b| a.id.cmp(&b.id));
+    unanswerable.dedup_by(|a, b| a.id == b.id);
     let name = docs_path
         .file_stem()
         .map_or_else(|| "longdoc".to_string(), |n| n.to_string_lossy().into_owned());
@@ -343,6 +353,7 @@ pub fn load_longdoc_at(
         docs,
         queries,
         qrels,
+        unanswerable,
         passages,
         skipped,
         masked,
@@ -492,6 +503,7 @@ pub fn load_fastbook(dir: &Path, split: &str) -> Result<Dataset, Error> {
         docs,
         queries,
         qrels,
+        unanswerable: Vec::new(),
         passages: std::collections::HashMap::new(),
         skipped: Vec::new(),
         masked: 0,

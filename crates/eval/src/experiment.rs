@@ -114,7 +114,7 @@ pub fn default_model(strategies: &mut [Strategy], model: Option<&str>) {
 }
 
 /// The index a strategy runs on: its chunker, analyzer and model.
-fn index_key(s: &Strategy) -> String {
+pub(crate) fn index_key(s: &Strategy) -> String {
     let mut key = s.chunker.clone().unwrap_or_default().to_string();
     if let Some(a) = s.analyzer {
         key = format!("{key} {a}");
@@ -238,7 +238,7 @@ pub fn run(
 
 /// `strategies`, those that name no representation searching the dataset's fields (and
 /// saying so in their labels).
-fn with_fields(dataset: &Dataset, strategies: &[Strategy]) -> Vec<Strategy> {
+pub(crate) fn with_fields(dataset: &Dataset, strategies: &[Strategy]) -> Vec<Strategy> {
     strategies
         .iter()
         .cloned()
@@ -276,7 +276,7 @@ fn fill_containment(
 /// One index per distinct (chunker, analyzer, model) of `strategies`, holding every
 /// representation and summary the strategies on it use, and the vectors of every further
 /// model they fuse (`models=A+B`), so `model=A` and `models=A+B` compare on one index.
-fn build_indexes(
+pub(crate) fn build_indexes(
     dataset: &Dataset,
     strategies: &[Strategy],
     work_dir: &str,

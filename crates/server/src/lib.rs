@@ -158,6 +158,9 @@ pub struct ServerConfig {
     /// Whether the store's further models (loaded on a strategy's first use of them) embed
     /// through the embedding cache, as the CLI's do unless `--no-cache`.
     pub model_cache: bool,
+    /// Who answers `/ask` (`--llm`): a model name, a `.gguf` file or `URL#MODEL`; `None`, the
+    /// installed default model. Loaded on the first question, not at start.
+    pub llm: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -170,6 +173,7 @@ impl Default for ServerConfig {
             index_interval: Duration::from_secs(2),
             refresh_interval: Duration::from_secs(1),
             model_cache: false,
+            llm: None,
         }
     }
 }
@@ -203,6 +207,8 @@ pub struct AppState {
     metrics: observe::Metrics,
     /// The playground's evaluations of the store (`/evaluate`).
     evaluations: std::sync::Mutex<routes::evaluate::Evaluations>,
+    /// Who answers `/ask`, once a question has loaded it.
+    answerer: tokio::sync::Mutex<Option<Arc<ckeep_engine::Answerer>>>,
 }
 
 /// The threads that update and rebuild the HNSW graph: a pool of their own, so a rebuild's
@@ -273,10 +279,30 @@ impl AppState {
             indexed_at: AtomicU64::new(0),
             index_pool: background_pool("ckeep-index")?,
             evaluations: std::sync::Mutex::default(),
+            answerer: tokio::sync::Mutex::default(),
             indexer: std::sync::Mutex::new(Some(indexer)),
             started: Instant::now(),
             metrics: observe::Metrics::default(),
         }))
+    }
+
+    /// Who answers `/ask`: loaded on the first question (a model takes a second and half a
+    /// gigabyte), then shared; a load that fails is tried again by the next question.
+    pub(crate) async fn answerer(&self) -> Result<Arc<ckeep_engine::Answerer>, ApiError> {
+        let mut slot = self.answerer.lock().await;
+        if let Some(loaded) = slot.as_ref() {
+            return Ok(Arc::clone(loaded));
+        }
+        let spec = self.config.llm.clone();
+        let cache = self.config.model_cache.then(ckeep_engine::default_generation_cache);
+        let loaded = tokio::task::spawn_blocking(move || {
+            ckeep_engine::Answerer::load(spec.as_deref(), cache.as_deref())
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("loading the language model: {e}")))??;
+        let loaded = Arc::new(loaded);
+        *slot = Some(Arc::clone(&loaded));
+        Ok(loaded)
     }
 
     /// Model calls made for queries and the queries they embedded (batching at work).

@@ -21,6 +21,7 @@ use serde::Deserialize;
 
 use crate::AppState;
 use crate::error::ApiError;
+use crate::routes::ask::{self, AskBody};
 use crate::routes::documents::{self, NewDocument};
 use crate::routes::query::{self, SearchBody, SimilarBody};
 
@@ -70,6 +71,30 @@ struct SearchParams {
     /// Also say why each result ranks where it does (matched terms, cosine, fused score).
     #[serde(default)]
     explain: bool,
+}
+
+/// `ask`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AskParams {
+    /// The question, in any language.
+    question: String,
+    /// Answer with the context's best sentences instead of the language model (fast, no
+    /// model needed).
+    #[serde(default)]
+    extractive: bool,
+    /// Leave out the answer's sentences whose citations could not be located.
+    #[serde(default)]
+    strict: bool,
+    /// Tokens of context the answer is written from (default 1500).
+    #[serde(default)]
+    context_tokens: Option<usize>,
+    /// A whole strategy spec for finding the context (default: the store's).
+    #[serde(default)]
+    strategy: Option<String>,
+    /// Only documents whose metadata passes (as `search` takes it).
+    #[serde(default)]
+    filter: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `show`'s arguments.
@@ -219,6 +244,35 @@ impl McpServer {
             Ok(spans) => documents::read_document(&self.state, p.id, p.chunks, spans)
                 .await
                 .and_then(|v| to_value(&v)),
+            Err(e) => Err(e),
+        };
+        answer(result)
+    }
+
+    /// An answer with citations located in the stored documents.
+    #[tool(
+        description = "Answer a question from the documents in this store, with checked \
+        citations: the best passages are assembled within a token budget, the server's \
+        language model (or, with `extractive`, the passages' best sentences) answers, and each \
+        citation's quote is located in the stored text and returned as a byte span with \
+        `verified`. `abstained` is true when the sources do not answer; `passages` are the \
+        numbered context either way.",
+        annotations(read_only_hint = true)
+    )]
+    async fn ask(&self, Parameters(p): Parameters<AskParams>) -> Result<CallToolResult, ErrorData> {
+        let body = AskBody {
+            question: p.question,
+            strategy: StrategyFields { strategy: p.strategy, ..StrategyFields::default() },
+            filter: p.filter.map(query::RequestFilter::Object),
+            context_tokens: p.context_tokens,
+            strict: p.strict,
+            extractive: p.extractive,
+            ..AskBody::default()
+        };
+        let result = match body.into_request() {
+            Ok((request, extractive)) => {
+                ask::run_ask(&self.state, request, extractive).await.and_then(|a| to_value(&a))
+            }
             Err(e) => Err(e),
         };
         answer(result)

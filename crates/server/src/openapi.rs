@@ -11,6 +11,7 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use crate::error::{ErrorAnswer, ErrorCode, status_of};
+use crate::routes::ask::AskBody;
 use crate::routes::documents::{
     AddBody, AddResponse, DocumentPage, GetOptions, ListOptions, PutBody,
 };
@@ -215,6 +216,15 @@ fn routes(s: &mut Schemas) -> Vec<(&'static str, &'static str, Value)> {
         BODY,
     );
     similar["requestBody"] = s.body::<SimilarBody>(true);
+    let mut ask = operation(
+        "An answer from the store's documents with its citations located in them (`ckeep ask`): the context assembled within a token budget, the answer written by the server's language model (`--llm`) or, with `extractive`, taken from the context's best sentences; each citation's quote found in the stored text and given as a byte span. With `stream`, server-sent events instead: `token` events (`{\"text\"}`) as the answer is written, then one `answer` event (this object) or one `error` event (an error body)",
+        200,
+        "the answer",
+        Some(s.answer::<ckeep_engine::Answer>()),
+        BODY,
+    );
+    ask["requestBody"] = s.body::<AskBody>(true);
+    ask["responses"]["200"]["content"]["text/event-stream"] = json!({"schema": {"type": "string"}});
     let strategy = operation(
         "What each strategy part can be set to, the defaults and how a filter condition is typed (what the playground builds its controls from)",
         200,
@@ -272,6 +282,7 @@ fn routes(s: &mut Schemas) -> Vec<(&'static str, &'static str, Value)> {
         ("/documents/{id}", "delete", delete),
         ("/search", "post", search),
         ("/similar", "post", similar),
+        ("/ask", "post", ask),
         ("/strategy", "get", strategy),
         ("/evaluate", "post", evaluate),
         ("/evaluate/{id}", "get", status),

@@ -22,16 +22,14 @@ pub struct AskArgs {
     pub llm: Option<String>,
     /// Tokens of context the answer is written from: the best passages that fit, merged where
     /// they touch, near copies left out.
-    #[arg(long, value_name = "N", default_value_t = ckeep_engine::DEFAULT_CONTEXT_TOKENS,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    #[arg(long, value_name = "N", default_value_t = ckeep_engine::DEFAULT_CONTEXT_TOKENS)]
     pub context_tokens: usize,
     /// Leave out the answer's sentences whose citations could not be located in the sources
     /// (the answer is then printed once checked, not as it is written).
     #[arg(long)]
     pub strict: bool,
     /// Longest answer, in tokens.
-    #[arg(long, value_name = "N", default_value_t = ckeep_engine::ANSWER_TOKENS,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=8192))]
+    #[arg(long, value_name = "N", default_value_t = ckeep_engine::ANSWER_TOKENS)]
     pub max_tokens: usize,
     #[command(flatten)]
     pub strategy: StrategyFlags,
@@ -41,12 +39,9 @@ pub fn run(store: &str, args: &AskArgs, no_cache: bool, out: &Output) -> anyhow:
     let engine = super::open(store)?.with_model_cache(!no_cache);
     let cache = (!no_cache).then(ckeep_engine::default_generation_cache);
     let answerer = Answerer::load(args.llm.as_deref(), cache.as_deref())?;
-    let request = AskRequest {
-        search: args.strategy.request(&args.question)?,
-        context_tokens: args.context_tokens,
-        strict: args.strict,
-        answer_tokens: args.max_tokens,
-    };
+    let request = AskRequest::new(args.question.clone())
+        .with_search(args.strategy.request(&args.question)?)
+        .with_options(Some(args.context_tokens), Some(args.max_tokens), args.strict)?;
     // The answer as it is written, unless it is checked before it is shown.
     let streaming = !out.json && !args.strict;
     let mut stdout = std::io::stdout();
@@ -94,7 +89,11 @@ fn render(answer: &Answer, streamed: bool, out: &Output) -> anyhow::Result<()> {
             outln!("    {}", snippet(&p.text, 160));
         }
         for c in cited {
-            let quote = c.quote.as_deref().map(|q| format!("\"{}\"", snippet(q, 120)));
+            // Without a quote, the source's words that back the sentence.
+            let backing = c.span.and_then(|at| {
+                p.text.get(at.start.checked_sub(p.span.start)?..at.end.checked_sub(p.span.start)?)
+            });
+            let quote = c.quote.as_deref().or(backing).map(|q| format!("\"{}\"", snippet(q, 120)));
             match (&c.span, &c.how) {
                 (Some(span), Some(how)) => {
                     outln!("    ✓ {} at [{span}] ({})", quote.unwrap_or_default(), how.name());

@@ -28,6 +28,11 @@ pub struct McpArgs {
     /// Seconds a tool call may run before it is answered with a timeout error.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub timeout: f64,
+    /// Who answers the `ask` tool (loaded on the first question): a model name, a .gguf file
+    /// or an OpenAI-compatible server as URL#MODEL [default: qwen2.5-coder-0.5b-instruct].
+    #[arg(long, value_name = "MODEL|URL#MODEL")]
+    #[allow(clippy::doc_markdown)]
+    pub llm: Option<String>,
 }
 
 pub fn run(store: &str, args: &McpArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
@@ -43,6 +48,7 @@ pub fn run(store: &str, args: &McpArgs, no_cache: bool, out: &Output) -> anyhow:
         limits: Limits { read_timeout: seconds("timeout", args.timeout)?, ..Limits::default() },
         readers: READERS,
         model_cache: !no_cache,
+        llm: args.llm.clone(),
         ..ServerConfig::default()
     };
     let state = AppState::open(store, embedder, config).map_err(|e| anyhow::anyhow!(e.message))?;

@@ -30,6 +30,10 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
 #[cfg(feature = "server")]
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// Who answers `POST /ask` (loaded on the first question): a model name, a .gguf file or
+    /// an OpenAI-compatible server as URL#MODEL [default: qwen2.5-coder-0.5b-instruct].
+    #[arg(long, value_name = "MODEL|URL#MODEL")]
+    pub llm: Option<String>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:7700", value_name = "HOST:PORT")]
     pub addr: std::net::SocketAddr,
@@ -118,6 +122,7 @@ pub fn run(
             anyhow::Error::new(UsageError("--refresh-interval must be 0 or more seconds".into()))
         })?,
         model_cache: !no_cache,
+        llm: args.llm.clone(),
         ..ServerConfig::default()
     };
     if let Some(n) = args.readers {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::{agent, ckeep, ok, run};
 
 /// A `ckeep mcp` child and the JSON-RPC lines it answers, spoken as an MCP client does.
-struct Mcp {
+pub(crate) struct Mcp {
     child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
@@ -18,7 +18,7 @@ struct Mcp {
 }
 
 impl Mcp {
-    fn start(store: &std::path::Path) -> Self {
+    pub(crate) fn start(store: &std::path::Path) -> Self {
         let mut child = ckeep(store)
             .arg("mcp")
             .stdin(Stdio::piped())
@@ -58,6 +58,13 @@ impl Mcp {
     }
 
     /// A tool's error object: a tool result's content or a JSON-RPC error's data.
+    /// A tool's answer that is not an error: its structured content.
+    pub(crate) fn tool(&mut self, tool: &str, arguments: &Value) -> Value {
+        let answer = self.call("tools/call", &json!({"name": tool, "arguments": arguments}));
+        assert_ne!(answer["result"]["isError"], true, "{answer}");
+        answer["result"]["structuredContent"].clone()
+    }
+
     fn tool_error(&mut self, tool: &str, arguments: &Value) -> Value {
         let answer = self.call("tools/call", &json!({"name": tool, "arguments": arguments}));
         match answer.get("result") {

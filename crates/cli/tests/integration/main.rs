@@ -1,6 +1,7 @@
 //! End-to-end tests of the `ckeep` binary on real data, as one test binary.
 #![allow(clippy::missing_panics_doc)] // test helpers panic on failure by design
 
+mod ask;
 mod bad_input;
 mod chinese;
 mod commands;

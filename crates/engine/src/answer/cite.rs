@@ -49,8 +49,23 @@ pub(crate) fn parse(answer: &str) -> Parsed {
         }
     }
     text.push_str(rest);
-    let trimmed_start = text.len() - text.trim_start().len();
-    let text = text.trim().to_string();
+    // "Answer: 1996" reads "1996"; an answer that is only a quoted citation reads as its quote.
+    let mut trimmed_start = text.len() - text.trim_start().len();
+    if let Some(label) =
+        ["Answer:", "答案：", "答："].iter().find(|l| text.trim_start().starts_with(*l))
+    {
+        trimmed_start += label.len();
+        trimmed_start += text[trimmed_start..].len() - text[trimmed_start..].trim_start().len();
+    }
+    if text[trimmed_start..].trim().is_empty()
+        && let Some(quote) = written.iter().find_map(|w| w.quote.clone())
+    {
+        for w in &mut written {
+            w.at = text.len() + quote.len();
+        }
+        text.push_str(&quote);
+    }
+    let text = text[trimmed_start..].trim().to_string();
     let spans = ckeep_text::chunk::sentence_spans(&text);
     let mut sentences: Vec<(Span, Vec<Written>)> =
         spans.into_iter().map(|s| (s, Vec::new())).collect();
@@ -230,6 +245,17 @@ mod tests {
                 ("它很大。", vec![(vec![2], None)]),
             ]
         );
+    }
+
+    #[test]
+    fn a_label_is_dropped_and_a_bare_quote_is_the_answer() {
+        let p = parse("Answer: 1996 [2]");
+        assert_eq!(p.text, "1996");
+        assert_eq!(cited(&p), [("1996", vec![(vec![2], None)])]);
+        let p = parse("[2: \"20th Century fundamentally\"]");
+        assert_eq!(p.text, "20th Century fundamentally");
+        let quote = Some("20th Century fundamentally");
+        assert_eq!(cited(&p), [("20th Century fundamentally", vec![(vec![2], quote)])]);
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub enum MatchKind {
     Folded,
     /// After folding, with a few edits (see [`Found::edits`]).
     Fuzzy,
+    /// Not a quote: the source sentence holding every word of the answer sentence that the
+    /// question does not (see `support`).
+    Supported,
 }
 
 impl MatchKind {
@@ -28,6 +31,7 @@ impl MatchKind {
             Self::Exact => "exact",
             Self::Folded => "folded",
             Self::Fuzzy => "fuzzy",
+            Self::Supported => "supported",
         }
     }
 }

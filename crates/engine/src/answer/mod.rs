@@ -10,6 +10,7 @@ mod context;
 mod extractive;
 mod locate;
 mod prompt;
+mod support;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,7 +26,9 @@ use serde::Serialize;
 pub use context::{Assembly, Passage};
 pub use locate::{Found, MatchKind, locate};
 
-use crate::defaults::{ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS, DEFAULT_LLM};
+use crate::defaults::{
+    ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS, DEFAULT_LLM, MAX_ANSWER_TOKENS, MAX_CONTEXT_TOKENS,
+};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::request::SearchRequest;
@@ -56,6 +59,35 @@ impl AskRequest {
             strict: false,
             answer_tokens: ANSWER_TOKENS,
         }
+    }
+
+    /// The same question searched for as `search` says (its strategy, filter and limits).
+    #[must_use]
+    pub fn with_search(self, search: SearchRequest) -> Self {
+        Self { search, ..self }
+    }
+
+    /// The options every front end takes, each its default when `None`, checked here so that
+    /// every front end refuses the same values.
+    pub fn with_options(
+        self,
+        context_tokens: Option<usize>,
+        answer_tokens: Option<usize>,
+        strict: bool,
+    ) -> Result<Self> {
+        let context_tokens = context_tokens.unwrap_or(self.context_tokens);
+        let answer_tokens = answer_tokens.unwrap_or(self.answer_tokens);
+        if !(1..=MAX_CONTEXT_TOKENS).contains(&context_tokens) {
+            return Err(Error::Invalid(format!(
+                "the context budget must be 1 to {MAX_CONTEXT_TOKENS} tokens"
+            )));
+        }
+        if !(1..=MAX_ANSWER_TOKENS).contains(&answer_tokens) {
+            return Err(Error::Invalid(format!(
+                "the answer's length must be 1 to {MAX_ANSWER_TOKENS} tokens"
+            )));
+        }
+        Ok(Self { context_tokens, strict, answer_tokens, ..self })
     }
 }
 
@@ -269,7 +301,8 @@ impl AskRequest {
                 if prompt::is_not_found(&generation.text) {
                     answer.abstained = true;
                 } else {
-                    answer.sentences = checked(&generation.text, &answer.passages, &sources);
+                    answer.sentences =
+                        checked(&generation.text, &answer.question, &answer.passages, &sources);
                 }
             }
         }
@@ -313,55 +346,62 @@ fn wide(c: char) -> bool {
 /// An extracted sentence as an answer sentence: its own citation, located where it was taken.
 fn extracted(e: extractive::Extract, passages: &[Passage]) -> AnswerSentence {
     let doc_id = passages.iter().find(|p| p.number == e.source).map(|p| p.doc_id.clone());
+    // The reader's text on one line; the quote keeps the stored bytes.
+    let text = e.text.split_whitespace().collect::<Vec<_>>().join(" ");
     let citation = Citation {
         source: e.source,
-        quote: Some(e.text.clone()),
+        quote: Some(e.text),
         verified: true,
         doc_id,
         span: Some(e.span),
         how: Some(MatchKind::Exact),
     };
-    AnswerSentence { text: e.text, citations: vec![citation], verified: true, withheld: false }
+    AnswerSentence { text, citations: vec![citation], verified: true, withheld: false }
 }
 
 /// A model's answer read into sentences, each citation's quote looked for in the passage it
-/// cites and, failing that, in the others.
+/// cites and, failing that, in the others; a sentence no located quote backs is looked for
+/// itself (`support`), in the passages it cites first.
 fn checked(
     text: &str,
+    question: &str,
     passages: &[Passage],
     sources: &HashMap<String, context::Source>,
 ) -> Vec<AnswerSentence> {
     let parsed = cite::parse(text);
+    let cited_first = |n: Option<usize>| {
+        let cited = passages.iter().filter(move |p| Some(p.number) == n);
+        cited.chain(passages.iter().filter(move |p| Some(p.number) != n))
+    };
+    let located = |p: &Passage, quote: Option<String>, f: Found| Citation {
+        source: p.number,
+        quote,
+        verified: true,
+        doc_id: Some(p.doc_id.clone()),
+        span: Some(f.span),
+        how: Some(f.kind),
+    };
     parsed
         .sentences
         .into_iter()
         .map(|(span, written)| {
-            let citations: Vec<Citation> = written
-                .into_iter()
-                .flat_map(|w| {
-                    let quote = w.quote;
-                    w.sources.into_iter().map(move |n| (n, quote.clone()))
-                })
-                .map(|(n, quote)| {
-                    let found = quote.as_deref().and_then(|q| {
-                        let cited = passages.iter().filter(|p| p.number == n);
-                        let others = passages.iter().filter(|p| p.number != n);
-                        cited.chain(others).find_map(|p| {
-                            locate(q, &sources[&p.doc_id].text, p.span).map(|f| (p, f))
-                        })
+            let sentence = span.slice(&parsed.text).to_string();
+            let mut citations: Vec<Citation> = Vec::new();
+            let mut bare: Vec<usize> = Vec::new();
+            for w in written {
+                let Some(quote) = w.quote else {
+                    bare.extend(w.sources);
+                    continue;
+                };
+                for n in w.sources {
+                    let found = cited_first(Some(n)).find_map(|p| {
+                        locate(&quote, &sources[&p.doc_id].text, p.span).map(|f| (p, f))
                     });
-                    match found {
-                        Some((p, f)) => Citation {
-                            source: p.number,
-                            quote,
-                            verified: true,
-                            doc_id: Some(p.doc_id.clone()),
-                            span: Some(f.span),
-                            how: Some(f.kind),
-                        },
+                    citations.push(match found {
+                        Some((p, f)) => located(p, Some(quote.clone()), f),
                         None => Citation {
                             source: n,
-                            quote,
+                            quote: Some(quote.clone()),
                             verified: false,
                             doc_id: passages
                                 .iter()
@@ -370,11 +410,29 @@ fn checked(
                             span: None,
                             how: None,
                         },
-                    }
-                })
-                .collect();
+                    });
+                }
+            }
+            if !citations.iter().any(|c| c.verified) {
+                let backed = cited_first(bare.first().copied()).find_map(|p| {
+                    support::support(&sentence, question, &sources[&p.doc_id].text, p.span)
+                        .map(|f| (p, f))
+                });
+                match backed {
+                    Some((p, f)) => citations.push(located(p, None, f)),
+                    // A bare number the sources do not back is kept, unverified.
+                    None => citations.extend(bare.into_iter().map(|n| Citation {
+                        source: n,
+                        quote: None,
+                        verified: false,
+                        doc_id: passages.iter().find(|p| p.number == n).map(|p| p.doc_id.clone()),
+                        span: None,
+                        how: None,
+                    })),
+                }
+            }
             AnswerSentence {
-                text: span.slice(&parsed.text).to_string(),
+                text: sentence,
                 verified: citations.iter().any(|c| c.verified),
                 citations,
                 withheld: false,

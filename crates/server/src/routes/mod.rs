@@ -1,5 +1,6 @@
 //! The routes, admission and authentication; the description at `/openapi.json`.
 
+pub(crate) mod ask;
 pub(crate) mod documents;
 pub(crate) mod evaluate;
 pub(crate) mod query;
@@ -30,6 +31,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("delete", "/documents/{id}"),
     ("post", "/search"),
     ("post", "/similar"),
+    ("post", "/ask"),
     ("get", "/strategy"),
     ("post", "/evaluate"),
     ("get", "/evaluate/{id}"),
@@ -49,6 +51,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/search", post(query::search))
         .route("/strategy", get(query::strategy))
         .route("/similar", post(query::similar))
+        .route("/ask", post(ask::ask))
         .route("/evaluate", post(evaluate::start))
         .route("/evaluate/{id}", get(evaluate::status))
         .route("/evaluate/{id}/apply", post(evaluate::apply))

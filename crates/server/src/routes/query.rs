@@ -49,7 +49,7 @@ pub(crate) enum RequestFilter {
 }
 
 impl RequestFilter {
-    fn into_filter(self) -> Result<MetadataFilter, ApiError> {
+    pub(crate) fn into_filter(self) -> Result<MetadataFilter, ApiError> {
         match self {
             Self::Object(map) => {
                 let filter = MetadataFilter(map);

@@ -49,7 +49,7 @@ pub(crate) struct Runs<'a> {
 pub(crate) fn compare(
     flags: &DatasetFlags,
     data: &Dataset,
-    mut strategies: Vec<ckeep_engine::Strategy>,
+    strategies: Vec<ckeep_engine::Strategy>,
     runs: &Runs<'_>,
     out: &Output,
 ) -> anyhow::Result<Comparison> {
@@ -61,7 +61,26 @@ pub(crate) fn compare(
         strategies.len(),
         if data.fields == ckeep_engine::Fields::TitleText { "title,text" } else { "text" }
     ));
-    // Evaluation indexes go to a temporary directory (removed on exit) unless --work-dir.
+    with_indexes(flags, strategies, runs.no_cache, out, |work, strategies, models, progress| {
+        experiment::run(data, strategies, runs.metrics, work, models, runs.tokens, progress)
+    })
+}
+
+/// Calls `job` with where indexes go (`--work-dir`, else a temporary directory removed on
+/// exit), the strategies with `--model` given to those that need one, a model loader and a
+/// progress bar: what every dataset experiment needs.
+pub(crate) fn with_indexes<T>(
+    flags: &DatasetFlags,
+    mut strategies: Vec<ckeep_engine::Strategy>,
+    no_cache: bool,
+    out: &Output,
+    job: impl FnOnce(
+        &str,
+        &[ckeep_engine::Strategy],
+        experiment::ModelLoader<'_>,
+        experiment::Progress<'_>,
+    ) -> Result<T, ckeep_engine::Error>,
+) -> anyhow::Result<T> {
     let tmp = tempfile::Builder::new().prefix("ckeep-eval-").tempdir()?;
     let tmp_path = tmp.path().display().to_string();
     let work: &str = flags.work_dir.as_deref().unwrap_or(&tmp_path);
@@ -77,17 +96,9 @@ pub(crate) fn compare(
     };
     let model = flags.model.as_deref().map(|m| flags.precision.apply(m));
     experiment::default_model(&mut strategies, model.as_deref());
-    let loaded = ckeep_engine::ModelSet::new(!runs.no_cache);
+    let loaded = ckeep_engine::ModelSet::new(!no_cache);
     let mut models = |spec: &str| loaded.get(spec).map_err(ckeep_engine::Error::Embed);
-    let comparison = experiment::run(
-        data,
-        &strategies,
-        runs.metrics,
-        work,
-        &mut models,
-        runs.tokens,
-        &mut progress,
-    )?;
+    let result = job(work, &strategies, &mut models, &mut progress)?;
     bar.finish_and_clear();
-    Ok(comparison)
+    Ok(result)
 }
