@@ -107,6 +107,7 @@ impl Generator for ChatClient {
         let mut usage = None;
         let mut cancelled = false;
         let mut deltas = 0;
+        let mut events = 0;
         self.client
             .post_lines(body, &mut |line| {
                 if sink.cancelled() {
@@ -114,6 +115,7 @@ impl Generator for ChatClient {
                     return Ok(false);
                 }
                 let Some(data) = line.strip_prefix("data:").map(str::trim) else { return Ok(true) };
+                events += 1;
                 if data == "[DONE]" {
                     return Ok(false);
                 }
@@ -140,6 +142,13 @@ impl Generator for ChatClient {
             .map_err(server_error)?;
         if cancelled {
             return Err(Error::Cancelled);
+        }
+        // A body with no event at all is not a chat-completions stream (a web page, a proxy's
+        // error): an empty answer would hide that.
+        if events == 0 {
+            return Err(server_error(
+                self.client.error("the answer is not a chat-completions event stream"),
+            ));
         }
         Ok(finish(text, usage, deltas, started))
     }

@@ -4,7 +4,8 @@
 //!   tool and, in python/tests, `Store.ask`;
 //! - a Chinese question answered from Chinese articles (CMRC 2018);
 //! - bad input (an empty question, a store without documents, a model that is missing, a chat
-//!   server that is down): a clear error and exit 1 or 2, the store as it was;
+//!   server that is down or answers garbage): a clear error and exit 1 or 2, the store as it
+//!   was;
 //! - `eval answers` on SQuAD 2.0 scores answerable and unanswerable questions.
 
 use std::process::Stdio;
@@ -173,9 +174,29 @@ fn bad_questions_stores_and_models_are_clear_errors_that_change_nothing() {
     assert!(code == 1 || code == 2, "{err}");
     assert!(err.contains("no language model") || err.contains("not"), "{err}");
     // Nothing listens on port 9 (discard): the server is down.
-    let (code, err) = fails(&store, &["ask", QUESTION, "--llm", "http://127.0.0.1:9/v1#m"]);
+    // (Without the generation cache, which keys answers by model name, not by server.)
+    let (code, err) =
+        fails(&store, &["--no-cache", "ask", QUESTION, "--llm", "http://127.0.0.1:9/v1#m"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("127.0.0.1:9"), "{err}");
+    // A server that answers garbage: one connection, a 200 whose body is not JSON.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let garbage = format!("http://{}/v1#m", listener.local_addr().unwrap());
+    let serving = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut request = vec![0_u8; 1 << 16];
+        let _ = conn.read(&mut request);
+        let body = "<html>not an API</html>";
+        let _ = write!(
+            conn,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    let (code, err) = fails(&store, &["--no-cache", "ask", QUESTION, "--llm", &garbage]);
+    serving.join().unwrap();
+    assert_eq!(code, 1, "{err}");
     let (code, err) = fails(&store, &["ask", QUESTION, "--llm", "none", "--context-tokens", "0"]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(snapshot(&store), before, "nothing was written");

@@ -121,6 +121,12 @@ fn the_readme_tour_runs_as_printed() {
             assert!(!results.is_empty(), "{}: {answer}", args.join(" "));
             assert!(plain.contains(results[0]["doc_id"].as_str().unwrap()), "{plain}");
         }
+        if args.contains(&"ask".to_string()) {
+            let sentences = answer["sentences"].as_array().unwrap();
+            assert!(!sentences.is_empty(), "{answer}");
+            assert!(sentences.iter().all(|s| s["verified"] == true), "{answer}");
+            assert!(plain.contains(answer["passages"][0]["doc_id"].as_str().unwrap()), "{plain}");
+        }
     }
     // What the tour built: the default store from two kinds of input, the dense one embedded.
     let stats = |store: &str| {

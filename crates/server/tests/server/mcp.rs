@@ -51,7 +51,7 @@ async fn tools_answer_with_ids_spans_and_text() {
     let mut tools: Vec<String> =
         client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
     tools.sort();
-    assert_eq!(tools, ["search", "show", "similar"], "read-only without allow_write");
+    assert_eq!(tools, ["ask", "search", "show", "similar"], "read-only without allow_write");
 
     let (error, res) =
         call(&client, "search", json!({"query": "owls hunt at night", "k": 3, "mode": "bm25"}))
