@@ -5,12 +5,8 @@
 //! stream that leaves the server answering, and the server's own refusal of a prompt longer than
 //! its context, passed on with the server's words.
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use ckeep_llm::{ChatClient, Error, Generator, Prompt};
+use ckeep_testkit::llama_server::LlamaServer;
 use common::{StopAfter, ask};
 
 mod common;
@@ -18,83 +14,14 @@ mod common;
 /// Context size the server is started with (small, so the refusal below is cheap).
 const CONTEXT: usize = 1024;
 
-/// A running `llama-server`, stopped when dropped.
-struct Server {
-    child: Child,
-    url: String,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The binary: `$CKEEP_LLAMA_SERVER`, else where `scripts/test.sh prepare` builds it.
-fn binary() -> PathBuf {
-    std::env::var_os("CKEEP_LLAMA_SERVER").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/llama-server/bin/llama-server"),
-        PathBuf::from,
-    )
-}
-
-fn start() -> Server {
-    let binary = binary();
-    assert!(
-        binary.is_file(),
-        "{} not found: scripts/test.sh prepare builds it (or set CKEEP_LLAMA_SERVER)",
-        binary.display()
-    );
+/// The server on the installed Qwen2.5-Coder 0.5B.
+fn start() -> LlamaServer {
     let model = ckeep_models::known("qwen2.5-coder-0.5b-instruct").expect("in the model table");
-    let weights = ckeep_models::installed_weights(model);
-    assert!(weights.is_file(), "ckeep model pull qwen2.5-coder-0.5b-instruct");
-    // A free port: bound and released, then given to the server.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("server.log");
-    let child = Command::new(&binary)
-        .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--threads", "2"])
-        .args(["--ctx-size", &CONTEXT.to_string(), "--parallel", "1", "--no-webui"])
-        .arg("--model")
-        .arg(&weights)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
-    let mut server = Server { child, url: format!("http://127.0.0.1:{port}"), log, _dir: dir };
-    server.wait_until_healthy();
-    server
+    LlamaServer::start(&ckeep_models::installed_weights(model), CONTEXT)
 }
 
-impl Server {
-    /// Waits until `/health` answers 200 (the model is loaded), or the server has exited.
-    fn wait_until_healthy(&mut self) {
-        let deadline = Instant::now() + Duration::from_mins(5);
-        let health = format!("{}/health", self.url);
-        loop {
-            if let Ok(response) = ureq::get(&health).call()
-                && response.status() == 200
-            {
-                return;
-            }
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("llama-server exited ({status}):\n{}", self.log_text());
-            }
-            assert!(Instant::now() < deadline, "llama-server not ready:\n{}", self.log_text());
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn client(&self) -> ChatClient {
-        ChatClient::from_spec(&format!("{}/v1#qwen", self.url)).unwrap()
-    }
+fn client(server: &LlamaServer) -> ChatClient {
+    ChatClient::from_spec(&server.spec("qwen")).unwrap()
 }
 
 /// Streams `prompt`, returning the pieces and the generation.
@@ -108,7 +35,7 @@ fn stream(client: &ChatClient, prompt: &Prompt) -> (Vec<String>, ckeep_llm::Gene
 #[ignore = "real tier (scripts/test.sh): llama.cpp's server and the installed language model"]
 fn a_real_chat_server_answers_streams_stops_and_refuses() {
     let server = start();
-    let client = server.client();
+    let client = client(&server);
     assert_eq!(client.name(), "qwen");
 
     // A plain answer, with the server's token counts.

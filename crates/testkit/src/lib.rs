@@ -5,6 +5,8 @@
 
 #![allow(clippy::missing_panics_doc)] // fixtures panic on a broken test environment, by design
 
+pub mod llama_server;
+
 use std::path::{Path, PathBuf};
 
 use ckeep_core::Document;

@@ -244,3 +244,69 @@ fn eval_answers_scores_squad_2_with_abstention() {
     let accuracy = system["accuracy"].as_f64().unwrap();
     assert!(accuracy > 0.0 && accuracy <= system["context_recall"].as_f64().unwrap());
 }
+
+#[test]
+#[ignore = "real tier (scripts/test.sh): llama.cpp's server and the installed language model"]
+fn answers_stream_from_a_real_chat_server_to_the_terminal_and_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = corpus_store(dir.path());
+    // The installed GGUF, as `ckeep model list` names it.
+    let models = json(&store, &["model", "list"]);
+    let qwen = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "qwen2.5-coder-0.5b-instruct")
+        .expect("in the model table");
+    let installed = std::path::Path::new(qwen["installed"].as_str().expect("installed"));
+    let weights = installed.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+    let server = ckeep_testkit::llama_server::LlamaServer::start(&weights, 4096);
+    let spec = server.spec("qwen");
+
+    // The CLI streams the model's words to stdout, then the checked passages.
+    let out = crate::run(&store, &["--no-cache", "ask", QUESTION, "--llm", &spec]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plain = String::from_utf8(out.stdout).unwrap();
+    assert!(plain.contains("[1] ") && plain.contains("bm25.md"), "{plain}");
+
+    // HTTP: token events as the server writes, then the answer they make up.
+    let mut serving = ckeep(&store)
+        .args(["--no-cache", "--json", "serve", "--addr", "127.0.0.1:0", "--llm", &spec])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = crate::listening(&mut serving);
+    let body = json!({"question": QUESTION, "stream": true});
+    let mut res = agent().post(format!("{base}/ask")).send_json(&body).unwrap();
+    assert_eq!(res.status(), 200);
+    let events = res.body_mut().read_to_string().unwrap();
+    let (pieces, last) = read_events(&events);
+    let answer = last.unwrap_or_else(|| panic!("no answer event: {events}"));
+    assert_eq!(answer["answerer"], "qwen");
+    assert!(events.matches("event: token").count() > 1, "{events}");
+    assert!(answer["tokens"]["prompt"].as_u64().unwrap() > 100, "{answer}");
+    if answer["abstained"] == false {
+        // The answer is what was streamed, citations taken out.
+        let kept: String = pieces.split_whitespace().collect();
+        let first = answer["sentences"][0]["text"].as_str().unwrap();
+        let first: String = first.split_whitespace().collect();
+        assert!(kept.contains(first.trim_end_matches('.')), "{pieces:?} / {answer}");
+    }
+    // Every verified citation is the stored bytes at its span.
+    for c in answer["sentences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["citations"].as_array().unwrap())
+    {
+        if c["verified"] == true {
+            let text = std::fs::read_to_string(c["doc_id"].as_str().unwrap()).unwrap();
+            let (from, to) = (c["span"][0].as_u64().unwrap(), c["span"][1].as_u64().unwrap());
+            assert!(text.get(from as usize..to as usize).is_some(), "{c}");
+        }
+    }
+    let _ = serving.kill();
+    let _ = serving.wait();
+    drop(server);
+}
