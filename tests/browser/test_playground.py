@@ -134,6 +134,50 @@ def test_chinese_highlights_are_byte_exact(browser: WebDriver, chinese_server: S
     browser.save_screenshot(str(SCREENSHOTS / "search-chinese.png"))
 
 
+def ask(driver: WebDriver, server: Server, question: str) -> dict:
+    """Asks `question` in the Ask view (best sentences, no model) and checks that every located
+    citation opens its document with exactly the cited bytes highlighted; the API's answer."""
+    form = driver.find_element(By.ID, "ask-form")
+    box = form.find_element(By.NAME, "question")
+    box.clear()
+    box.send_keys(question)
+    if not form.find_element(By.NAME, "extractive").is_selected():
+        form.find_element(By.NAME, "extractive").click()
+    driver.execute_script("document.getElementById('ask-form').dataset.state = ''")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait(driver).until(lambda d: d.find_element(By.ID, "ask-form").get_attribute("data-state") == "done")
+    expected = server.api("POST", "/ask", {"question": question, "extractive": True})
+    shown = driver.find_element(By.CSS_SELECTOR, "#answer .answer-text").text
+    for s in expected["sentences"]:
+        assert s["text"] in shown, (s["text"], shown)
+    located = [c for s in expected["sentences"] for c in s["citations"] if c["verified"]]
+    links = driver.find_elements(By.CSS_SELECTOR, "#answer .citation.verified")
+    assert [(l.get_attribute("data-doc-id"), int(l.get_attribute("data-start")), int(l.get_attribute("data-end")))
+            for l in links] == [(c["doc_id"], c["span"][0], c["span"][1]) for c in located]
+    for link, c in zip(links, located):
+        driver.execute_script("document.getElementById('ask-doc').replaceChildren()")
+        link.click()
+        wait(driver).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#ask-doc .doc-text mark.hit"))
+        raw = server.api("GET", "/documents/" + c["doc_id"].replace("/", "%2F"))["text"].encode("utf-8")
+        marked = "".join(m.get_attribute("textContent")
+                         for m in driver.find_elements(By.CSS_SELECTOR, "#ask-doc .doc-text mark.hit"))
+        assert marked == raw[c["span"][0]:c["span"][1]].decode("utf-8") == c["quote"]
+    return expected
+
+
+def test_ask_links_every_citation_to_its_bytes(browser: WebDriver, squad_server: Server,
+                                                chinese_server: Server) -> None:
+    open_page(browser, squad_server, "ask")
+    answer = ask(browser, squad_server, "Which NFL team represented the AFC at Super Bowl 50?")
+    assert not answer["abstained"] and answer["sentences"], answer
+    browser.save_screenshot(str(SCREENSHOTS / "ask.png"))
+    open_page(browser, chinese_server, "ask")
+    with (DATA / "zh" / "retrieval" / "cmrc2018" / "dev" / "queries.jsonl").open(encoding="utf-8") as f:
+        question = json.loads(f.readline())["question"]
+    answer = ask(browser, chinese_server, question)
+    assert answer["sentences"], answer
+
+
 def test_compare_similar_and_store_views(browser: WebDriver, squad_server: Server) -> None:
     open_page(browser, squad_server, "compare")
     form = browser.find_element(By.ID, "compare-form")

@@ -27,6 +27,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("strategy.js", "text/javascript; charset=utf-8", include_str!("../ui/strategy.js")),
     ("results.js", "text/javascript; charset=utf-8", include_str!("../ui/results.js")),
     ("similar.js", "text/javascript; charset=utf-8", include_str!("../ui/similar.js")),
+    ("ask.js", "text/javascript; charset=utf-8", include_str!("../ui/ask.js")),
     ("evaluate.js", "text/javascript; charset=utf-8", include_str!("../ui/evaluate.js")),
     ("recommend.js", "text/javascript; charset=utf-8", include_str!("../ui/recommend.js")),
     ("store.js", "text/javascript; charset=utf-8", include_str!("../ui/store.js")),

@@ -7,8 +7,9 @@ import { setupSimilar } from "./similar.js";
 import { setupEvaluate } from "./evaluate.js";
 import { setupRecommend } from "./recommend.js";
 import { setupStore } from "./store.js";
+import { setupAsk } from "./ask.js";
 
-const VIEWS = ["search", "compare", "similar", "evaluate", "store"];
+const VIEWS = ["search", "ask", "compare", "similar", "evaluate", "store"];
 const statusLine = document.getElementById("status");
 
 /** Tells the user what happened (screen readers hear it too); errors stand out. */
@@ -91,6 +92,7 @@ async function main() {
     }
   });
 
+  setupAsk(status);
   setupSimilar(status);
   setupEvaluate(status);
   setupRecommend(status);
@@ -103,8 +105,9 @@ async function main() {
       event.preventDefault();
       location.hash = "#search";
       searchForm.elements.query.focus();
-    } else if (event.key === "Escape" && !panel.hidden) {
+    } else if (event.key === "Escape") {
       panel.hidden = true;
+      document.getElementById("ask-doc").hidden = true;
     }
   });
   show(location.hash.slice(1));
