@@ -1,8 +1,10 @@
-"""A LangChain retriever over a Context Keeper store (``pip install "ckeep[langchain]"``).
+"""A LangChain retriever over a Context Keeper store (``pip install "ckeep[langchain]"``), and
+a runnable that answers with checked citations.
 
->>> from ckeep.langchain import CkeepRetriever
+>>> from ckeep.langchain import CkeepAnswerer, CkeepRetriever
 >>> retriever = CkeepRetriever(store=ckeep.Store("demo"), k=4, search_kwargs={"mode": "hybrid"})
 >>> docs = retriever.invoke("how does bm25 rank")
+>>> answer = CkeepAnswerer(store=ckeep.Store("demo"), llm="none").invoke("what does k1 control?")
 
 Each ``Document`` carries the result's text, and in ``metadata`` its ``doc_id``, ``rank``,
 ``score``, ``headings``, the byte ``spans`` and the character ``char_spans`` into the stored
@@ -11,11 +13,12 @@ document, exactly as :meth:`ckeep.Store.search` returns them.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import ConfigDict, Field
 
 from . import Result, Store
@@ -88,3 +91,18 @@ def to_document(result: Result) -> Document:
         page_content=result.text,
         metadata=result.provenance(),
     )
+
+
+class CkeepAnswerer(Runnable[str, Dict[str, Any]]):
+    """A question in, :meth:`ckeep.Store.ask`'s answer out: the answer, its sentences with
+    their citations located as byte spans in the stored documents, and the passages used.
+    ``llm`` and the other keyword arguments go to ``Store.ask`` (``llm="none"``: the context's
+    best sentences; ``"URL#MODEL"``: a chat server)."""
+
+    def __init__(self, store: Store, **ask_kwargs: Any) -> None:
+        self.store = store
+        self.ask_kwargs = ask_kwargs
+
+    def invoke(self, input: str, config: Optional[RunnableConfig] = None,
+               **kwargs: Any) -> Dict[str, Any]:
+        return self.store.ask(input, **{**self.ask_kwargs, **kwargs})

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from llama_index.core.base.response.schema import Response
+from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores.types import (
@@ -104,3 +106,27 @@ def to_node(result: Result) -> NodeWithScore:
         excluded_embed_metadata_keys=list(_HIDDEN),
     )
     return NodeWithScore(node=node, score=result.score)
+
+
+class CkeepQueryEngine(CustomQueryEngine):
+    """A query engine that answers with :meth:`ckeep.Store.ask`: ``str(response)`` is the
+    answer, ``source_nodes`` the numbered passages of its context (byte ``span`` in their
+    metadata), and ``response.metadata`` the whole answer, citations located as byte spans
+    included. Keyword arguments go to ``Store.ask`` (``llm="none"``, ``strict``, ``mode``…)."""
+
+    store: Any
+    ask_kwargs: Dict[str, Any] = {}
+
+    def __init__(self, store: Store, **ask_kwargs: Any) -> None:
+        super().__init__(store=store, ask_kwargs=ask_kwargs)
+
+    def custom_query(self, query_str: str) -> Response:
+        answer = self.store.ask(query_str, **self.ask_kwargs)
+        nodes = [NodeWithScore(node=TextNode(
+            id_=f"{p['doc_id']}#{p['span'][0]}-{p['span'][1]}", text=p["text"],
+            metadata={"doc_id": p["doc_id"], "title": p["title"], "span": p["span"],
+                      "source": p["number"]},
+            excluded_llm_metadata_keys=["span", "source"],
+            excluded_embed_metadata_keys=["span", "source"],
+        ), score=p["score"]) for p in answer["passages"]]
+        return Response(response=answer["answer"], source_nodes=nodes, metadata=answer)

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import ckeep
 import pytest
+from ckeep.langchain import CkeepAnswerer
 from ckeep.langchain import CkeepRetriever as LangChainRetriever
+from ckeep.llama_index import CkeepQueryEngine
 from ckeep.llama_index import CkeepRetriever as LlamaIndexRetriever
 from ckeep.llama_index import to_ckeep_filter
 from langchain_core.language_models.fake import FakeListLLM
@@ -126,3 +128,24 @@ def test_a_bad_filter_is_a_usage_error(cli_store: Path) -> None:
     store = ckeep.Store(cli_store)
     with pytest.raises(ckeep.UsageError, match=r"filter\.year\.\$gtee"):
         store.search("x", filter={"year": {"$gtee": 1}})
+
+
+@pytest.mark.parametrize("question", ["Why do owls fly almost without a sound?", "长江最后注入哪里？"])
+def test_answers_with_located_citations_in_a_chain_and_a_query_engine(cli_store: Path,
+                                                                       question: str) -> None:
+    store = ckeep.Store(cli_store)
+    want = store.ask(question, llm="none")
+    assert want["sentences"] and all(s["verified"] for s in want["sentences"]), want
+    chain = RunnableLambda(str.strip) | CkeepAnswerer(store=store, llm="none")
+    got = chain.invoke(f"  {question} ")
+    assert (got["answer"], got["sentences"]) == (want["answer"], want["sentences"])
+    response = CkeepQueryEngine(store, llm="none").query(question)
+    assert str(response) == want["answer"]
+    assert response.metadata["sentences"] == want["sentences"]
+    assert [(n.node.metadata["doc_id"], n.node.metadata["span"], n.node.get_content())
+            for n in response.source_nodes] == [
+        (p["doc_id"], p["span"], p["text"]) for p in want["passages"]]
+    for n in response.source_nodes:
+        start, end = n.node.metadata["span"]
+        assert store.show(n.node.metadata["doc_id"])["text"].encode()[start:end].decode() == \
+            n.node.get_content()

@@ -303,6 +303,8 @@ impl AskRequest {
                 } else {
                     answer.sentences =
                         checked(&generation.text, &answer.question, &answer.passages, &sources);
+                    // Nothing but marks or space: no answer was given.
+                    answer.abstained = answer.sentences.iter().all(|s| s.text.trim().is_empty());
                 }
             }
         }
