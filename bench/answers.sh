@@ -6,8 +6,9 @@
 #     top chunks pasted into a "cite [n]" prompt).
 # The two that generate use the same Qwen2.5-Coder 0.5B GGUF on one llama.cpp server
 # (scripts/llama_server.sh), two threads, a 1,500-token context budget, greedy decoding.
-# Sets: SQuAD v1.1 and v2.0 long documents, CMRC 2018 dev, the first BENCH_LIMIT questions by id
-# (default 30, and as many unanswerable ones for SQuAD v2.0).
+# Sets: SQuAD v1.1 and v2.0 long documents, CMRC 2018 dev (BENCH_SETS picks some:
+# "squad-v1.1 cmrc2018"), the first BENCH_LIMIT questions by id (default 30, and as many
+# unanswerable ones for SQuAD v2.0).
 # Output: bench/results/answers/{summary.md,*.json}, with paired bootstrap intervals of ckeep
 # minus the anchor. A long benchmark (about 15 minutes per 30 questions and set): not run in CI.
 # CKEEP_BIN=PATH uses that binary instead of a release build.
@@ -15,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="${CKEEP_DATA:-$(cd .. && pwd)/shared/data}"
 LIMIT="${BENCH_LIMIT:-30}"
+SETS="${BENCH_SETS:-squad-v1.1 squad-v2.0 cmrc2018}"
 out=bench/results/answers
 mkdir -p "$out"
 scripts/build_deps.sh
@@ -38,6 +40,7 @@ until curl -sf "$url/health" > /dev/null; do
 done
 
 while read -r name docs queries; do
+  [[ " $SETS " == *" $name "* ]] || continue
   echo "== $name" >&2
   CKEEP_CACHE_DIR="$(mktemp -d)" "$ck" --quiet --json eval answers --docs "$DATA/$docs" \
     --queries "$DATA/$queries" --llm none --llm "$url/v1#qwen" --limit "$LIMIT" --per-question \
@@ -66,6 +69,8 @@ print("| set | system | accuracy | F1 | context recall | abstains (unanswerable)
 print("|---|---|---|---|---|---|---|---|")
 notes = []
 for name in ("squad-v1.1", "squad-v2.0", "cmrc2018"):
+    if not (out / f"{name}.anchor.json").exists():
+        continue
     ck = json.loads((out / f"{name}.ckeep.json").read_text())
     anchor = json.loads((out / f"{name}.anchor.json").read_text())
     rows = [(s["system"].split(" · ")[1], s["per_question"]) for s in ck["systems"]]
