@@ -98,7 +98,7 @@ def test_initialise_list_tools_and_search_squad(squad: tuple[Path, dict[str, str
     async def main() -> None:
         async with connect(store) as session:
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert set(tools) == {"search", "show", "similar"}, "read-only: no add"
+            assert set(tools) == {"ask", "search", "show", "similar"}, "read-only: no add"
             schema = tools["search"].input_schema
             assert schema["required"] == ["query"]
             assert {"query", "k", "mode", "level", "expand", "filter"} <= set(schema["properties"])
@@ -120,6 +120,15 @@ def test_initialise_list_tools_and_search_squad(squad: tuple[Path, dict[str, str
                     assert [s["text"] for s in shown["spans"]] == parts
             # Hybrid MiniLM over six articles puts the question's own article first almost always.
             assert top >= 8, f"only {top} of 10 questions found their article first"
+            # `ask` (the extractive answer): every citation is the stored bytes at its span.
+            for q in asked[:3]:
+                error, res = await call(session, "ask", {"question": q["question"],
+                                                        "extractive": True})
+                assert not error, res
+                assert res["sentences"] and not res["abstained"], res
+                for s in res["sentences"]:
+                    for c in s["citations"]:
+                        assert c["verified"] and span_text(texts[c["doc_id"]], c["span"]) == c["quote"]
 
     anyio.run(main)
 
@@ -213,7 +222,7 @@ def test_add_only_with_allow_write(tmp_path: Path) -> None:
     async def main() -> None:
         async with connect(store, "--allow-write") as session:
             tools = {t.name for t in (await session.list_tools()).tools}
-            assert tools == {"search", "show", "similar", "add"}
+            assert tools == {"ask", "search", "show", "similar", "add"}
             text = "乌龙茶是一种半发酵茶，主要产于福建和台湾。"
             error, res = await call(session, "add", {"id": "oolong-zh", "text": text,
                                                     "metadata": {"lang": "zh"}})

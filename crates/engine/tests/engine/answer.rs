@@ -265,7 +265,7 @@ fn the_local_model_answers_squad_and_cmrc_with_located_citations() {
         ("squad_dev/longdoc-v1.1.docs.jsonl", "squad_dev/longdoc-v1.1.queries.jsonl"),
         ("zh/retrieval/cmrc2018/dev/docs.jsonl", "zh/retrieval/cmrc2018/dev/queries.jsonl"),
     ] {
-        let (docs, questions) = long_documents(docs, queries, 2, 2);
+        let (docs, questions) = long_documents(docs, queries, 2, 1);
         let mut engine = Engine::new(SqliteStore::in_memory().unwrap());
         let mut ingest = engine.writer().ingest(&"paragraphs".parse().unwrap()).unwrap();
         for d in &docs {
