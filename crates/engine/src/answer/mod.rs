@@ -383,6 +383,15 @@ fn checked(
         span: Some(f.span),
         how: Some(f.kind),
     };
+    // A citation of passage `n` whose words were not found in the sources.
+    let unverified = |n: usize, quote: Option<String>| Citation {
+        source: n,
+        quote,
+        verified: false,
+        doc_id: passages.iter().find(|p| p.number == n).map(|p| p.doc_id.clone()),
+        span: None,
+        how: None,
+    };
     parsed
         .sentences
         .into_iter()
@@ -401,17 +410,7 @@ fn checked(
                     });
                     citations.push(match found {
                         Some((p, f)) => located(p, Some(quote.clone()), f),
-                        None => Citation {
-                            source: n,
-                            quote: Some(quote.clone()),
-                            verified: false,
-                            doc_id: passages
-                                .iter()
-                                .find(|p| p.number == n)
-                                .map(|p| p.doc_id.clone()),
-                            span: None,
-                            how: None,
-                        },
+                        None => unverified(n, Some(quote.clone())),
                     });
                 }
             }
@@ -423,14 +422,7 @@ fn checked(
                 match backed {
                     Some((p, f)) => citations.push(located(p, None, f)),
                     // A bare number the sources do not back is kept, unverified.
-                    None => citations.extend(bare.into_iter().map(|n| Citation {
-                        source: n,
-                        quote: None,
-                        verified: false,
-                        doc_id: passages.iter().find(|p| p.number == n).map(|p| p.doc_id.clone()),
-                        span: None,
-                        how: None,
-                    })),
+                    None => citations.extend(bare.into_iter().map(|n| unverified(n, None))),
                 }
             }
             AnswerSentence {
