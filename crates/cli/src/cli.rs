@@ -125,7 +125,8 @@ pub enum Command {
     Stats,
     /// Remove documents by id.
     Rm(RmArgs),
-    /// Verify the store: spans inside documents, parents present, counts consistent.
+    /// Verify the store: spans inside documents, parents present, counts consistent, and each
+    /// saved HNSW graph whole and current.
     Check,
     /// Evaluate: score a run, or compare strategies on a dataset.
     Eval(EvalArgs),
@@ -150,8 +151,9 @@ pub enum Command {
     Dedup(DedupArgs),
     /// Serve the store over HTTP with a JSON API (described at /openapi.json).
     ///
-    /// Binds 127.0.0.1 by default. With --token-file, every request but /health needs
-    /// `Authorization: Bearer TOKEN`. SIGINT or SIGTERM stops accepting requests, lets those in
+    /// Binds 127.0.0.1 by default. With --token-file, every API request needs
+    /// `Authorization: Bearer TOKEN`; open without it are /health, /openapi.json and the
+    /// playground's page and files (/ and /ui/*), which hold no data. SIGINT or SIGTERM stops accepting requests, lets those in
     /// flight finish, saves the vector index and waits for the last write to commit; a second
     /// signal stops at once. The store is created if missing.
     #[cfg(feature = "server")]
@@ -165,4 +167,65 @@ pub enum Command {
     /// `ckeep --store DIR mcp`.
     #[cfg(feature = "server")]
     Mcp(McpArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every command and subcommand, with its path (`eval run`).
+    fn commands() -> Vec<(String, clap::Command)> {
+        let mut all = Vec::new();
+        let mut todo = vec![(String::new(), Cli::command())];
+        while let Some((path, cmd)) = todo.pop() {
+            for sub in cmd.get_subcommands() {
+                todo.push((format!("{path} {}", sub.get_name()).trim().to_string(), sub.clone()));
+            }
+            all.push((path, cmd));
+        }
+        all
+    }
+
+    // clap indents an option's long help by ten columns and wraps at 100; a table row longer
+    // than 90 characters wraps at column 10 and breaks the table ("each\n a").
+    #[test]
+    fn help_tables_fit_without_wrapping() {
+        let mut long = Vec::new();
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments() {
+                let help = arg.get_long_help().or(arg.get_help()).map(ToString::to_string);
+                for paragraph in help.unwrap_or_default().split("\n\n") {
+                    let lines: Vec<&str> = paragraph.lines().collect();
+                    // A paragraph of one line is prose, which clap wraps well.
+                    if lines.len() < 2 {
+                        continue;
+                    }
+                    for line in lines.iter().filter(|l| l.chars().count() > 90) {
+                        long.push(format!("{path} --{}: {line}", arg.get_id()));
+                    }
+                }
+            }
+        }
+        assert!(long.is_empty(), "help rows longer than 90 characters:\n{}", long.join("\n"));
+    }
+
+    #[test]
+    fn each_option_states_its_default_once() {
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments().filter(|a| !a.get_default_values().is_empty()) {
+                let help = arg.get_long_help().or(arg.get_help()).map(ToString::to_string);
+                assert!(
+                    !help.unwrap_or_default().contains("[default:"),
+                    "{path} --{}: clap prints the default; the help says one too",
+                    arg.get_id()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

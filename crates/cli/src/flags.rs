@@ -9,7 +9,24 @@ use ckeep_text::ChunkerSpec;
 use clap::Args;
 use std::path::PathBuf;
 
-pub(crate) const MODEL_HELP: &str = "Embedding model: a name (all-MiniLM-L6-v2, potion-base-8M; installed with `ckeep model pull`, or found in the Hugging Face cache), a model directory (sentence-transformers or Model2Vec), or an OpenAI-compatible server as URL#MODEL (e.g. http://localhost:11434/v1#nomic-embed-text; key from CKEEP_API_KEY or OPENAI_API_KEY). A name or directory followed by @int8 runs the encoder's matrix products in int8 (see --precision)";
+/// What a model spec may be, for commands that embed with it; `MODEL_HELP` adds `--precision`,
+/// which commands that only read a store's vectors (`search`, `ask`) do not have.
+macro_rules! model_spec_help {
+    () => {
+        "Embedding model: a name (all-MiniLM-L6-v2, potion-base-8M; installed with `ckeep model pull`, or found in the Hugging Face cache), a model directory (sentence-transformers or Model2Vec), or an OpenAI-compatible server as URL#MODEL (e.g. http://localhost:11434/v1#nomic-embed-text; key from CKEEP_API_KEY or OPENAI_API_KEY). A name or directory followed by @int8 runs the encoder's matrix products in int8"
+    };
+}
+
+pub(crate) const MODEL_HELP: &str = concat!(model_spec_help!(), " (see --precision)");
+
+const QUERY_MODEL_HELP: &str = concat!(
+    "The model that embeds the query for dense search (default: the store's; a store with several models takes any of them).\n\n",
+    model_spec_help!()
+);
+
+const MODE_HELP: &str = "Scoring mode: bm25 (terms), dense (cosine of embeddings), or hybrid \
+(both fused: hybrid:rrf[=K] by reciprocal rank, the default; hybrid:linear=W by W·dense + \
+(1−W)·BM25). Default: the store's strategy, else bm25; see --strategy for every part";
 
 /// `MODEL_HELP` after what a command does with the model (its doc comment is the short help,
 /// which `--help` would otherwise replace).
@@ -151,6 +168,14 @@ pub(crate) fn repr_help() -> String {
     )
 }
 
+/// `--repr` of `search` and `ask`: what is searched, not what is built.
+fn searched_repr_help() -> String {
+    format!(
+        "The representation searched (default: the store's: plain, or contextual:title for a store added with --fields title,text). Several joined by + fuse their document rankings by reciprocal rank (with --level doc). A representation must have been built by `ckeep add --repr`.\n\n{}",
+        ckeep_engine::Representation::HELP
+    )
+}
+
 pub(crate) fn parse_repr(s: &str) -> Result<ckeep_engine::Representation, String> {
     s.parse()
 }
@@ -183,11 +208,13 @@ pub(crate) const ANALYZER_HELP: &str = "How text becomes search terms, chosen on
 standard   the English pipeline: words split at non-alphanumeric characters, lower-cased,
            English stop words dropped, Snowball (Porter2) stemming
 cjk        Unicode (UAX #29) words; runs of Han, kana and Hangul as overlapping character
-           bigrams (Lucene's CJKAnalyzer approach); other words through the English pipeline
+           bigrams (Lucene's CJKAnalyzer approach); other words through the English
+           pipeline
 jieba      Chinese words by jieba (search mode) after Traditional-to-Simplified folding
-           (OpenCC tables); kana and Hangul as in cjk; other words through the English pipeline
-auto       standard for spaced scripts, jieba for Chinese, cjk for Japanese and Korean, from the
-           script of the first documents added; add says which it chose";
+           (OpenCC tables); kana and Hangul as in cjk; other words through the English
+           pipeline
+auto       standard for spaced scripts, jieba for Chinese, cjk for Japanese and Korean,
+           from the script of the first documents added; add says which it chose";
 
 pub(crate) fn parse_size_unit(s: &str) -> Result<ckeep_text::chunk::SizeUnit, String> {
     s.parse()
@@ -279,8 +306,7 @@ pub struct StrategyFlags {
     /// Number of results [default: 10, or the strategy's k].
     #[arg(short, long, value_parser = clap::value_parser!(u64).range(1..=ckeep_engine::MAX_K as u64))]
     pub k: Option<u64>,
-    /// Scoring mode.
-    #[arg(long, value_parser = parse_mode)]
+    #[arg(long, value_name = "MODE", value_parser = parse_mode, help = MODE_HELP)]
     pub mode: Option<Mode>,
     /// Return chunks, or documents ranked by their chunks.
     #[arg(long, value_parser = parse_level)]
@@ -303,9 +329,9 @@ pub struct StrategyFlags {
     /// Exact dense scan even for collections searched through the HNSW graph (20,000+ vectors).
     #[arg(long)]
     pub exact: bool,
-    /// The representation searched (default plain); R+R… fuses document rankings (with
+    /// The representation searched (default: the store's); R+R… fuses document rankings (with
     /// --level doc).
-    #[arg(long, value_name = "REPR", value_parser = parse_repr_list, long_help = repr_help())]
+    #[arg(long, value_name = "REPR", value_parser = parse_repr_list, long_help = searched_repr_help())]
     pub repr: Option<String>,
     /// The summaries a summary-based representation uses (default: the store's only one).
     #[arg(long, value_name = "SPEC", value_parser = parse_summarizer)]
@@ -324,8 +350,8 @@ pub struct StrategyFlags {
     #[arg(long, value_name = "FILTER", value_parser = parse_filter,
         help = ckeep_engine::MetadataFilter::CONDITION_HELP)]
     pub filter: Vec<ckeep_engine::MetadataFilter>,
-    /// The model for dense search (default: the one the store was built with).
-    #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
+    /// The model that embeds the query for dense search (default: the store's).
+    #[arg(long, value_name = "MODEL", long_help = QUERY_MODEL_HELP)]
     pub model: Option<String>,
 }
 

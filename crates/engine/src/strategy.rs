@@ -102,8 +102,8 @@ pub struct Strategy {
     /// How the searched representation's vectors are held for the scan (`None`: as the store
     /// says, see `ckeep add --quantize`).
     pub quantize: Option<ckeep_index::Quantization>,
-    /// Candidates of a quantised representation rescored per result (default: 2 for int8, 5
-    /// for binary).
+    /// Candidates of a quantised representation rescored per result (default: 2 for int8, 15
+    /// for binary, as `HELP` says).
     pub oversample: Option<usize>,
     /// Whether a quantised representation's candidates are rescored with their float32
     /// vectors (default true).
@@ -118,6 +118,18 @@ pub struct Strategy {
     pub rerank: Option<String>,
     /// How many results the reranker scores (default 50).
     pub rerank_k: usize,
+}
+
+/// A strategy's `analyzer=`: the analyzer its index must have. `auto` is how a new store
+/// chooses one, and what leaving the key out means in `eval`, so it is refused here with that.
+fn analyzer(value: &str) -> Result<ckeep_index::Analyzer, String> {
+    if value == "auto" {
+        return Err("analyzer=auto is what leaving `analyzer=` out means (the store's analyzer, \
+             or in eval the one the documents' script picks); name one of standard, cjk or \
+             jieba, or leave the key out"
+            .into());
+    }
+    value.parse()
 }
 
 /// Largest `oversample` accepted: beyond it rescoring reads more vectors than a scan would.
@@ -156,12 +168,13 @@ chunker=SPEC   chunker the index must be built with (default: the store's)
 analyzer=standard|cjk|jieba
                analyzer the index must be built with (default: the store's; eval: auto)
 model=NAME     embedding model (a name, directory or URL; default: the store's)
-models=A+B[+…] with mode=hybrid: BM25 fused with one dense list per model (up to 4), each a
-               model the store holds vectors of (`ckeep add --model A --model B`)
+models=A+B[+…] with mode=hybrid: BM25 fused with one dense list per model (up to 4),
+               each a model the store holds vectors of (`ckeep add --model A --model B`)
 mode=bm25|dense|hybrid[:rrf[=K]|:linear=W[+W…]]
                scoring: BM25, cosine of embeddings, or both fused by reciprocal rank
                (K = 60) or by W·dense + (1−W)·BM25 on min–max normalised scores; with
-               several models one W each (BM25 gets 1 − ΣW) or one W they share (default bm25)
+               several models one W each (BM25 gets 1 − ΣW) or one W they share
+               (default bm25)
 k1=X, b=X      BM25's saturation and length normalisation (default 0.9 and 0.4)
 title_weight=W BM25F: a title term weighs W text terms, the title a field of its own
                (needs the title indexed: --fields title,text or repr=contextual:title;
@@ -172,8 +185,9 @@ agg=max|mean:K|sum  chunk-to-document aggregation for level=doc, over the best 1
 k=N            number of results (default 10)
 expand=window:W|parent|doc|merge:R
                after ranking, grow each hit: W sentences each side, its parent chunk, the
-               whole document, or auto-merge into parents when more than R of their children
-               are hits (the parent keeps its best child's score); overlaps merged
+               whole document, or auto-merge into parents when more than R of their
+               children are hits (the parent keeps its best child's score); overlaps
+               merged
 diversify=mmr[:λ[:N]]
                maximal marginal relevance: pick the k results one by one from the best N
                (default max(4k, 40)) by λ·relevance − (1−λ)·similarity to those already
@@ -189,13 +203,15 @@ quantize=int8|binary|none
 oversample=N   a quantised representation's best N × k candidates are rescored with their
                float32 vectors (default 2 for int8, 15 for binary)
 rescore=false  rank by the quantised codes alone (faster, less exact)
-repr=R[+R…]    representation(s) searched (default: the store's, plain unless it was added with
-               --fields title,text; see `ckeep add --help`); several
-               are fused by reciprocal rank at document level (needs level=doc)
-summarizer=S   the summaries summary-based representations use (default: the store's only one)
+repr=R[+R…]    representation(s) searched (default: the store's, plain unless it was added
+               with --fields title,text; see `ckeep add --help`); several are fused by
+               reciprocal rank at document level (needs level=doc)
+summarizer=S   the summaries summary-based representations use (default: the store's
+               only one)
 rerank=URL[#MODEL]
-               reorder the top results by a reranker server's scores (a cross-encoder behind
-               the /rerank API of TEI, Jina, Cohere and others; key from CKEEP_API_KEY)
+               reorder the top results by a reranker server's scores (a cross-encoder
+               behind the /rerank API of TEI, Jina, Cohere and others; key from
+               CKEEP_API_KEY)
 rerank_k=N     how many results the reranker scores (default 50)";
 
     /// Checks `k` and the representations, and returns the strategy.
@@ -409,7 +425,7 @@ impl FromStr for Strategy {
                     s.chunker =
                         Some(value.parse().map_err(|e: ckeep_text::Error| err(e.to_string()))?);
                 }
-                "analyzer" => s.analyzer = Some(value.parse().map_err(err)?),
+                "analyzer" => s.analyzer = Some(analyzer(&value).map_err(err)?),
                 "mode" => s.mode = value.parse().map_err(err)?,
                 "model" if value.is_empty() => return Err(err("model= needs a name".into())),
                 "model" => s.model = Some(value),

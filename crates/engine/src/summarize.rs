@@ -49,10 +49,10 @@ lead:N         the first N words
 extractive:N   the sentences closest to the document's centroid embedding, up to N words,
                in document order (needs --model)
 field:NAME     a summary supplied with each document (its metadata field NAME)
-llm:MODEL      an instruction-tuned model on the CPU (qwen2.5-coder-0.5b-instruct, or a .gguf
-               file); seconds per document, resumable
-http:URL[#M]   an OpenAI-compatible chat-completions server (llama.cpp, Ollama, vLLM, OpenAI);
-               key from CKEEP_API_KEY or OPENAI_API_KEY";
+llm:MODEL      an instruction-tuned model on the CPU (qwen2.5-coder-0.5b-instruct, or a
+               .gguf file); seconds per document, resumable
+http:URL[#M]   an OpenAI-compatible chat-completions server (llama.cpp, Ollama, vLLM,
+               OpenAI); key from CKEEP_API_KEY or OPENAI_API_KEY";
 
     /// Whether each summary takes seconds (so progress is written document by document).
     pub fn is_slow(&self) -> bool {

@@ -5,7 +5,8 @@
 //! - [`AppState::open`] opens a store with a writer and a pool of readers ([`workers`]);
 //!   [`router`] is the whole API as an axum `Router` (tests drive it without a port);
 //!   [`serve`] runs it on a listener until a shutdown signal, then lets writes finish.
-//! - Every route but `/health` needs `Authorization: Bearer TOKEN` when a token is set.
+//! - Every API route needs `Authorization: Bearer TOKEN` when a token is set; `/health`,
+//!   `/openapi.json` and the playground's files (`/`, `/ui/*`) hold no data and stay open.
 //! - Errors are JSON with a stable code ([`error::ErrorCode`]); every limit is in [`Limits`].
 //! - Queries from concurrent requests share model calls ([`batch::BatchingEmbedder`]).
 //! - The API is described at `/openapi.json`; every answer carries an `x-request-id`, each
@@ -56,6 +57,7 @@
 pub mod batch;
 pub mod error;
 mod json;
+pub mod logs;
 pub mod mcp;
 pub mod observe;
 mod openapi;
@@ -143,7 +145,7 @@ impl Limits {
 pub struct ServerConfig {
     /// Limits.
     pub limits: Limits,
-    /// The bearer token every request but `/health` must carry (`None`: no authentication).
+    /// The bearer token every API request must carry (`None`: no authentication); see `routes`.
     pub token: Option<String>,
     /// Reader engines (concurrent reads).
     pub readers: usize,

@@ -166,17 +166,20 @@ impl ChunkerSpec {
     pub const HELP: &'static str = "\
 whole                      the document is one chunk
 words:N[,overlap=M]        windows of N words, M shared with the previous window
-words:dynamic              windows of clamp(words/4, 18, 150) words (chunk-pair experiment)
+words:dynamic              windows of clamp(words/4, 18, 150) words (the chunk-pair
+                           experiment's rule)
 sentences[:N]              N Unicode sentences per chunk (default 1)
-paragraphs[:N]             N blank-line paragraphs per chunk (default 1), headings recorded
+paragraphs[:N]             N blank-line paragraphs per chunk (default 1), headings
+                           recorded
 markdown[:N]               structure-aware: split at headings, then paragraphs, lines,
                            sentences, words, keeping every chunk <= N units (default 256)
-semantic[:MAX][,p=P]       sentences grouped until neighbours' embedding distance exceeds its
-                           P-th percentile (default 95); hard maximum MAX (default 256); needs --model
+semantic[:MAX][,p=P]       sentences grouped until neighbours' embedding distance
+                           exceeds its P-th percentile (default 95); hard maximum MAX
+                           (default 256); needs --model
 hierarchy[:A,B,...]        nested markdown levels, e.g. 2048,512,128 (the default)
-Sizes count words: Unicode words, each Chinese/Japanese character or Hangul syllable one word.
-markdown, semantic and hierarchy take `,unit=tokens` (or `add --size-unit tokens`) to count the
-model's tokens instead, e.g. markdown:256,unit=tokens.";
+Sizes count words: Unicode words, each Chinese/Japanese character or Hangul syllable
+one word. markdown, semantic and hierarchy take `,unit=tokens` (or `add --size-unit
+tokens`) to count the model's tokens instead, e.g. markdown:256,unit=tokens.";
 }
 
 impl fmt::Display for ChunkerSpec {

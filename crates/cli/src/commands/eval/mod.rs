@@ -60,13 +60,11 @@ pub enum EvalCommand {
     /// when the set is scored, so it is not found word for word. A query whose text stands
     /// nearly word for word elsewhere in its document is dropped; one that stands in up to three
     /// other documents makes them relevant too (and is masked there), in more it is dropped.
-    #[command(after_help = eval_help())]
     Synth(EvalSynthArgs),
     /// Which strategy works on this store's documents: candidates compared on a test set made
     /// from them (or --dataset), with each one's margin over the store's default (95 % paired
     /// bootstrap interval, randomisation test), cost (ms per query, index size) and an
     /// out-of-fold estimate of choosing this way; --apply makes the winner the store's default.
-    #[command(after_help = eval_help())]
     Recommend(EvalRecommendArgs),
     /// Answer quality end to end on a set with gold answers (SQuAD v1.1/v2.0 and CMRC/DRCD in
     /// the long-document layout, fastbook): every question asked of each strategy and answerer
