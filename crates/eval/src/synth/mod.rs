@@ -370,6 +370,41 @@ fn candidates(
 }
 
 impl SynthReport {
+    /// When fewer queries were made than asked for: how many, why, and what to try. Said by
+    /// `eval synth` and `eval recommend` alike, so a small set is never a silent one.
+    pub fn shortfall(&self) -> Option<String> {
+        if self.queries >= self.requested {
+            return None;
+        }
+        let why = match self.generator {
+            Generator::Ict | Generator::Llm => format!(
+                "a query comes from a sentence of {}-{} words in a document of 3 sentences or \
+                 more; short documents, or text whose sentences are not found (no full stops), \
+                 give few",
+                self.min_words, self.max_words
+            ),
+            Generator::Title => {
+                "a query comes from a document's title or a Markdown heading".to_string()
+            }
+        };
+        let try_else = match self.generator {
+            Generator::Title => "try --generator ict",
+            Generator::Ict => "try --generator title (titled documents) or llm",
+            Generator::Llm => "try --generator title (titled documents)",
+        };
+        Some(format!(
+            "made {} of the {} queries asked for: {} of {} documents give a `{}` query ({why}); \
+             {} were dropped as near copies and {} as boilerplate; {try_else}",
+            self.queries,
+            self.requested,
+            self.documents_with_candidates,
+            self.documents,
+            self.generator,
+            self.near_copy_dropped,
+            self.bleed_dropped,
+        ))
+    }
+
     /// The report before any query is tried.
     fn start(
         opts: &SynthOptions,

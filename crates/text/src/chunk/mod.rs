@@ -157,21 +157,33 @@ pub(crate) fn sentences(text: &str, span: Span) -> Vec<Span> {
 }
 
 /// Where the sentences of `text` start: Unicode (UAX #29) sentence boundaries, which end a
-/// sentence at 。！？ and keep closing quotes and brackets with it, plus the full-width
-/// semicolon ；, which ends a clause as a sentence in Chinese (as 。 does).
+/// sentence at 。！？ and keep closing quotes and brackets with it, plus
+/// - the full-width semicolon ；, which ends a clause as a sentence in Chinese (as 。 does);
+/// - a full stop, question or exclamation mark standing between spaces (`slipstream . an`):
+///   tokenised text, as old test collections are written, where UAX #29 sees no sentence end
+///   before a lower-case word, and a whole abstract would be one sentence.
 pub(crate) fn sentence_starts(text: &str) -> Vec<usize> {
     let mut starts: Vec<usize> = text.split_sentence_bound_indices().map(|(i, _)| i).collect();
-    let mut semicolons = text.match_indices('；').map(|(i, s)| i + s.len()).peekable();
-    if semicolons.peek().is_some() {
-        for mut end in semicolons {
-            // Closing quotes and brackets stay with the clause they close.
-            while let Some(c) = text[end..].chars().next().filter(|&c| closes(c)) {
-                end += c.len_utf8();
-            }
-            if end < text.len() {
-                starts.push(end);
-            }
+    let mut more = false;
+    for mut end in text.match_indices('；').map(|(i, s)| i + s.len()) {
+        // Closing quotes and brackets stay with the clause they close.
+        while let Some(c) = text[end..].chars().next().filter(|&c| closes(c)) {
+            end += c.len_utf8();
         }
+        if end < text.len() {
+            starts.push(end);
+            more = true;
+        }
+    }
+    let bytes = text.as_bytes();
+    for (i, _) in text.match_indices(['.', '?', '!']) {
+        let spaced = |at: Option<&u8>| at.is_some_and(u8::is_ascii_whitespace);
+        if i > 0 && spaced(bytes.get(i - 1)) && spaced(bytes.get(i + 1)) {
+            starts.push(i + 1);
+            more = true;
+        }
+    }
+    if more {
         starts.sort_unstable();
         starts.dedup();
     }
@@ -236,5 +248,24 @@ mod tests {
         let t = "（甲；）乙";
         let got: Vec<&str> = sentence_spans(t).iter().map(|s| s.slice(t)).collect();
         assert_eq!(got, ["（甲；）", "乙"]);
+    }
+
+    #[test]
+    fn spaced_full_stops_end_sentences_in_tokenised_text() {
+        let t = "flow in a slipstream . an experimental study was made ? yes ! e.g. a 3.5 mm gap";
+        let got: Vec<&str> = sentence_spans(t).iter().map(|s| s.slice(t)).collect();
+        assert_eq!(
+            got,
+            [
+                "flow in a slipstream .",
+                "an experimental study was made ?",
+                "yes !",
+                "e.g. a 3.5 mm gap"
+            ]
+        );
+        // Ordinary prose is split as UAX #29 splits it.
+        let t = "It works. See Fig. 2 for more. Done.";
+        let got: Vec<&str> = sentence_spans(t).iter().map(|s| s.slice(t)).collect();
+        assert_eq!(got, ["It works.", "See Fig. 2 for more.", "Done."]);
     }
 }

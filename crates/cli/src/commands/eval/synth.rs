@@ -68,15 +68,8 @@ pub fn run(store: &str, args: &EvalSynthArgs, out: &Output) -> anyhow::Result<Ex
     } else {
         synth::make(&docs, &opts, &args.out)?
     };
-    if report.queries < report.requested {
-        out.warn(format!(
-            "made {} of the {} queries asked for: {} of {} documents give a `{}` query",
-            report.queries,
-            report.requested,
-            report.documents_with_candidates,
-            report.documents,
-            report.generator
-        ));
+    if let Some(shortfall) = report.shortfall() {
+        out.warn(shortfall);
     }
     if out.json {
         out.print_json(&serde_json::json!({
