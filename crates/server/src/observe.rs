@@ -55,6 +55,7 @@ pub struct Metrics {
     generation: Gauge,
     documents: Gauge,
     chunks: Gauge,
+    log_lines_dropped: Counter,
     next_id: AtomicU64,
     id_prefix: String,
 }
@@ -84,6 +85,12 @@ impl Default for Metrics {
         ] {
             registry.register(name, help, gauge.clone());
         }
+        let log_lines_dropped = Counter::default();
+        registry.register(
+            "log_lines_dropped",
+            "Log lines dropped because stderr did not keep up (see crate::logs)",
+            log_lines_dropped.clone(),
+        );
         // A prefix per process, so ids from two runs of the server do not repeat.
         let seed = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
         let id_prefix = blake3::hash(seed.as_bytes()).to_hex()[..8].to_string();
@@ -97,6 +104,7 @@ impl Default for Metrics {
             generation,
             documents,
             chunks,
+            log_lines_dropped,
             next_id: AtomicU64::new(1),
             id_prefix,
         }
@@ -169,6 +177,9 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Result<Respon
     m.chunks.set(chunks as i64);
     m.queued.set(state.workers.queued() as i64);
     m.readers_busy.set(state.workers.readers_busy() as i64);
+    // The logs count their own drops; the counter catches up at each scrape.
+    let dropped = crate::logs::dropped_lines();
+    m.log_lines_dropped.inc_by(dropped.saturating_sub(m.log_lines_dropped.get()));
     let mut body = String::new();
     prometheus_client::encoding::text::encode(&mut body, &m.registry)
         .map_err(|e| ApiError::internal(format!("encoding metrics: {e}")))?;

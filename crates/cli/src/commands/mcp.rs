@@ -37,7 +37,7 @@ pub struct McpArgs {
 
 pub fn run(store: &str, args: &McpArgs, no_cache: bool, out: &Output) -> anyhow::Result<ExitCode> {
     // Logs on stderr (warnings unless CKEEP_LOG says otherwise); stdout is the protocol's.
-    init_logging("text", true)?;
+    let _logs = init_logging("text", true)?;
     if !args.allow_write {
         // A reader must not create the store it was pointed at by mistake.
         ckeep_store::open(store)?;

@@ -92,7 +92,7 @@ pub struct ServeArgs {
     pub prune: bool,
     /// Log lines on stderr: `text` for people, `json` (one object a line) for log collectors.
     /// One line per request (id, method, route, status, latency); the level and targets come
-    /// from `CKEEP_LOG` (e.g. `warn`, `info`, `ckeep::http=off`) [default: info].
+    /// from `CKEEP_LOG` (e.g. `warn`, `info`, `ckeep::http=off`; unset means `info`).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
 }
@@ -103,7 +103,7 @@ pub fn run(
     no_cache: bool,
     out: &Output,
 ) -> anyhow::Result<ExitCode> {
-    init_logging(&args.log_format, out.is_quiet())?;
+    let _logs = init_logging(&args.log_format, out.is_quiet())?;
     let token = args.token_file.as_deref().map(read_token).transpose()?;
     let mut config = ServerConfig {
         limits: Limits {

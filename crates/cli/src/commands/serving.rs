@@ -3,18 +3,12 @@
 use crate::UsageError;
 
 /// Structured logs on stderr, filtered by `CKEEP_LOG` (`info` when unset; `warn` with `--quiet`).
-pub fn init_logging(format: &str, quiet: bool) -> anyhow::Result<()> {
-    use tracing_subscriber::EnvFilter;
-    let filter = match std::env::var("CKEEP_LOG") {
-        Ok(spec) => EnvFilter::try_new(&spec).map_err(|e| {
-            anyhow::Error::new(UsageError(format!("CKEEP_LOG=`{spec}` is not a log filter: {e}")))
-        })?,
-        Err(_) => EnvFilter::new(if quiet { "warn" } else { "info" }),
-    };
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    // Fails only if a subscriber is already set (a second serve in one process): keep that one.
-    let _ = if format == "json" { logs.json().try_init() } else { logs.try_init() };
-    Ok(())
+pub fn init_logging(format: &str, quiet: bool) -> anyhow::Result<ckeep_server::logs::LogGuard> {
+    use ckeep_server::logs::LogFormat;
+    let format = if format == "json" { LogFormat::Json } else { LogFormat::Text };
+    let filter = std::env::var("CKEEP_LOG").ok();
+    ckeep_server::logs::init(filter.as_deref(), quiet, format)
+        .map_err(|e| anyhow::Error::new(UsageError(e)))
 }
 
 /// The model a server over `store` answers with, by the engine's rule

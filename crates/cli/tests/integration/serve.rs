@@ -91,3 +91,43 @@ fn serve_refuses_bad_settings_before_it_listens() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("cannot listen on"), "{err}");
 }
+
+/// A stderr nobody drains (a stalled supervisor, `2>&1 | less`) fills its pipe after about
+/// 64 KB; the server's log lines must then be dropped and counted, never block the server.
+#[test]
+fn a_stderr_nobody_reads_never_stops_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let doc = dir.path().join("owls.txt");
+    std::fs::write(&doc, "Owls hunt at night. Larks sing at dawn.").unwrap();
+    crate::ok(&store, &["add", doc.to_str().unwrap()]);
+    let mut child = ckeep(&store)
+        .args(["--json", "serve", "--addr", "127.0.0.1:0"])
+        .env_remove("CKEEP_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Held open and never read: the pipe fills.
+    let _stderr = child.stderr.take().unwrap();
+    let base = crate::listening(&mut child);
+    let a = agent();
+    let query = serde_json::json!({"query": "owls at night"});
+    for i in 0..2_000 {
+        let res = a.post(format!("{base}/search")).send_json(&query).unwrap();
+        assert_eq!(res.status(), 200, "request {i}");
+    }
+    assert_eq!(a.get(format!("{base}/health")).call().unwrap().status(), 200);
+    let metrics = a.get(format!("{base}/metrics")).call().unwrap().body_mut().read_to_string();
+    let metrics = metrics.unwrap();
+    let dropped: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("ckeep_log_lines_dropped_total "))
+        .expect("the drop counter in /metrics")
+        .parse()
+        .unwrap();
+    // About 64 KB of lines fit the pipe and 1,024 the queue; the rest of 2,000 are dropped.
+    assert!(dropped > 0, "{metrics}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
