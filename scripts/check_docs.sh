@@ -3,7 +3,8 @@
 # (in CI the dependencies' metadata comes from the clippy run before it). Then the book: mdBook
 # (installed once into target/tools with `cargo install`, pinned) builds docs/ into target/book,
 # failing on a page SUMMARY.md lists that does not exist; then every relative link and #anchor
-# of the README and the book must resolve.
+# of the README and the book must resolve, and every ```console block's commands must print what
+# the page shows under them (scripts/check_outputs.py, with the build's target/debug/ckeep).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # CI documents the API in its build lane, where llama.cpp is already built (CKEEP_API_DOCS_DONE).
@@ -17,3 +18,4 @@ fi
 "$mdbook" build docs 2>&1 | { grep -Ev '^ ?INFO' || true; }
 test -f target/book/index.html
 python3 scripts/check_links.py
+python3 scripts/check_outputs.py

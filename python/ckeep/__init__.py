@@ -287,11 +287,17 @@ class Store:
         --help`` lists them).
         ``strategy`` is a whole strategy spec (``mode=hybrid,level=doc``) that the other
         arguments override. ``explain`` fills each result's ``explain`` dict.
+
+        No results because the store is empty or no document passes ``filter`` (an unknown key,
+        most often) is said by a :class:`UserWarning`; ``search_json`` has it as ``no_results``.
         """
-        return [Result._from_json(r) for r in self.search_json(
+        res = self.search_json(
             query, k=k, mode=mode, level=level, aggregate=aggregate, expand=expand,
             diversify=diversify, repr=repr, summarizer=summarizer, model=model, filter=filter,
-            explain=explain, exact=exact, strategy=strategy)["results"]]
+            explain=explain, exact=exact, strategy=strategy)
+        if "no_results" in res:
+            warnings.warn(res["no_results"]["message"], UserWarning, stacklevel=2)
+        return [Result._from_json(r) for r in res["results"]]
 
     def search_json(self, query: str, *, k: int | None = None,
                     filter: Mapping[str, Any] | None = None, explain: bool = False,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import warnings
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,22 @@ def test_explain_and_filters_match_the_cli(cli_store: Path) -> None:
         del r["char_spans"]
     assert got == want
     assert all(r.explain and r.explain["mode"] == "bm25" for r in store.search("birds", explain=True))
+
+
+def test_no_results_for_a_reason_is_said_as_the_cli_says_it(tmp_path: Path) -> None:
+    store_dir = tmp_path / "s"
+    cli("add", str(CORPUS_JSONL), store=store_dir)
+    store = ckeep.Store(store_dir)
+    want = cli("search", "天气", "--filter", "topc=birds", store=store_dir)
+    assert want["no_results"]["unknown_keys"] == ["topc"]
+    with pytest.warns(UserWarning, match="no document has the key `topc`"):
+        assert store.search("天气", filter={"topc": "birds"}) == []
+    got = store.search_json("天气", filter={"topc": "birds"})
+    assert got["no_results"] == want["no_results"]
+    # A search that finds something says nothing.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert store.search("owls", filter={"topic": "birds"})
 
 
 @pytest.mark.parametrize("query", ["owls hunting at night", "天气"])

@@ -36,12 +36,17 @@ fn pages() -> Vec<PathBuf> {
 /// comments dropped, each cut at the first pipe, redirection or `&&`.
 fn commands(text: &str) -> Vec<(usize, Vec<String>)> {
     let mut out = Vec::new();
-    let (mut shell, mut pending, mut start) = (false, String::new(), 0);
+    let (mut shell, mut console, mut pending, mut start) = (false, false, String::new(), 0);
     for (n, line) in text.lines().enumerate() {
         let fence = line.trim_start().strip_prefix("```");
         match fence {
-            Some(lang) if !shell => shell = matches!(lang.trim(), "sh" | "bash" | "console"),
+            Some(lang) if !shell => {
+                shell = matches!(lang.trim(), "sh" | "bash" | "console");
+                console = lang.trim() == "console";
+            }
             Some(_) => shell = false,
+            // A console block's other lines are the output shown (scripts/check_outputs.py).
+            None if console && pending.is_empty() && !line.starts_with("$ ") => {}
             None if shell => {
                 if pending.is_empty() {
                     start = n + 1;

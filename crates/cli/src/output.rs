@@ -57,7 +57,7 @@ impl Output {
 
     /// Reports a failure: on stderr, and as `{"error": …}` on stdout with `--json`.
     pub fn error(&self, body: &ckeep_engine::ErrorBody) {
-        eprintln!("ckeep: error: {}", body.message);
+        eprintln!("error: {}", body.message);
         if let Some(hint) = &body.hint {
             eprintln!("hint: {hint}");
         }

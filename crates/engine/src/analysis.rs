@@ -34,7 +34,10 @@ impl FromStr for AnalyzerChoice {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        if s == "auto" { Ok(AnalyzerChoice::Auto) } else { s.parse().map(AnalyzerChoice::Fixed) }
+        if s == "auto" {
+            return Ok(AnalyzerChoice::Auto);
+        }
+        s.parse().map(AnalyzerChoice::Fixed).map_err(|e: String| format!("{e} or auto"))
     }
 }
 

@@ -23,6 +23,8 @@ pub enum Error {
         stored: String,
         /// Asked for.
         requested: String,
+        /// Where it was asked for, which decides what to do about it.
+        asked: ChunkerAsked,
     },
     /// The store was indexed with another analyzer (user error).
     #[error("the store's lexical index uses analyzer `{stored}`, not `{requested}`")]
@@ -95,6 +97,15 @@ pub enum Error {
     },
 }
 
+/// Where a chunker other than the store's was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkerAsked {
+    /// A strategy's `chunker=` (search, ask, eval against a store).
+    Strategy,
+    /// Adding documents (`add --chunker`, `sync`, `watch`).
+    Add,
+}
+
 impl Error {
     /// The stable code every front end answers this error with (see [`ErrorCode`]).
     pub fn code(&self) -> ErrorCode {
@@ -121,9 +132,17 @@ impl Error {
     /// What the caller can do about it, when there is one thing to do.
     pub fn hint(&self) -> Option<String> {
         match self {
-            Self::ChunkerMismatch { .. } => {
-                Some("use another --store, or leave the chunker out of the strategy".into())
-            }
+            Self::ChunkerMismatch { asked: ChunkerAsked::Strategy, .. } => Some(
+                "leave `chunker=` out of the strategy to search the store as it is chunked; to \
+                 re-chunk the store, `ckeep eval recommend --strategy SPEC --apply --rechunk` \
+                 (when SPEC wins), or add the documents to a new --store"
+                    .into(),
+            ),
+            Self::ChunkerMismatch { asked: ChunkerAsked::Add, .. } => Some(
+                "a store keeps its chunker: leave --chunker out, add to a new --store, or \
+                 re-chunk this one with `ckeep eval recommend --apply --rechunk`"
+                    .into(),
+            ),
             Self::AnalyzerMismatch { .. } => {
                 Some("use another --store, or leave the analyzer out".into())
             }
@@ -259,6 +278,7 @@ mod tests {
                 Box::new(Error::ChunkerMismatch {
                     stored: stored.clone(),
                     requested: requested.clone(),
+                    asked: ChunkerAsked::Add,
                 }),
                 ErrorCode::Conflict,
             ),
@@ -331,6 +351,7 @@ mod tests {
         let err = Searching(Error::ChunkerMismatch {
             stored: "sentences".into(),
             requested: "words:50".into(),
+            asked: ChunkerAsked::Strategy,
         });
         let body = ErrorBody::of(&err, err.to_string(), |_| None);
         assert_eq!(body.code, ErrorCode::Conflict);

@@ -93,7 +93,11 @@ impl<'e, S: StoreWrite> Writer<'e, S> {
         }
         match &manifest.chunker {
             Some(stored) if *stored != requested => {
-                return Err(Error::ChunkerMismatch { stored: stored.clone(), requested });
+                return Err(Error::ChunkerMismatch {
+                    stored: stored.clone(),
+                    requested,
+                    asked: crate::error::ChunkerAsked::Add,
+                });
             }
             _ => {}
         }

@@ -39,6 +39,7 @@ mod lexical;
 mod manifest;
 mod models;
 mod more_models;
+mod no_results;
 mod overrides;
 mod pair_model;
 mod pool;
@@ -80,7 +81,7 @@ pub use defaults::{
 };
 pub use diversify::{Diversify, Redundancy, SimilarityOf};
 pub use engine::{Engine, Searcher, Writer};
-pub use error::{Error, Result};
+pub use error::{ChunkerAsked, Error, Result};
 pub use expand::Expansion;
 pub use fault::{ErrorBody, ErrorCode, McpAnswer, Rendering, UsageError};
 pub use filtered::{FilterPlan, FilteredBy};
@@ -88,6 +89,7 @@ pub use ingest::{Ingest, IngestReport};
 pub use inputs::{CheckedInputs, Inputs};
 pub use lexical::{LexicalParams, PLAIN_FIELD, Thousandths};
 pub use models::{ModelSet, load_model, stored_model};
+pub use no_results::{NoResults, NoResultsReason};
 pub use overrides::{FilterSyntax, StrategyChoices, StrategyFields, StrategyOverrides};
 pub use pair_model::{
     FEATURES as PAIR_FEATURES, FURTHER_MODEL_FEATURES as PAIR_FURTHER_MODEL_FEATURES,

@@ -139,6 +139,10 @@ pub struct SearchResponse {
     /// it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filter: Option<crate::filtered::FilterPlan>,
+    /// When there are no results and the query's words are not why: an empty store, or a
+    /// filter no document passes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_results: Option<crate::no_results::NoResults>,
     /// Where the time went; not part of the JSON (a server sends it as `Server-Timing`).
     #[serde(skip)]
     pub timing: SearchTiming,

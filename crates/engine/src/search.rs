@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::expand::Context;
 use crate::filtered::{AllowedDocs, DenseFilter, FilterPlan};
 use crate::lexical::PLAIN_FIELD;
+use crate::no_results::NoResults;
 use crate::represent::Resolved;
 use crate::request::{
     ChunkExplanation, Explanation, ListExplanation, ResultChunk, SearchRequest, SearchResponse,
@@ -174,6 +175,7 @@ impl<S: StoreRead> Searcher<'_, S> {
             });
         }
         Ok(SearchResponse {
+            no_results: self.no_results(&results, req, allowed)?,
             query: req.query.clone(),
             strategy: asked,
             results,
@@ -183,6 +185,17 @@ impl<S: StoreRead> Searcher<'_, S> {
             filter: filter_plan.filter(|_| req.explain),
             timing: SearchTiming { embed, total: std::time::Duration::ZERO },
         })
+    }
+
+    /// Why there are no `results`, when the query's words are not why (see [`NoResults`]).
+    fn no_results(
+        &self,
+        results: &[SearchResult],
+        req: &SearchRequest,
+        allowed: Option<&AllowedDocs>,
+    ) -> Result<Option<NoResults>> {
+        let passing = allowed.map(AllowedDocs::len);
+        NoResults::find(self.store(), !results.is_empty(), req.filter.as_ref(), passing)
     }
 
     /// The documents `filter` lets through, as of this snapshot (cached by the engine until

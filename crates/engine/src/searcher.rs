@@ -105,7 +105,11 @@ pub(crate) fn built_as(strategy: &Strategy, manifest: &Manifest) -> Result<()> {
     if let Some(wanted) = &strategy.chunker {
         let stored = manifest.chunker.clone().unwrap_or_default();
         if stored != wanted.to_string() {
-            return Err(Error::ChunkerMismatch { stored, requested: wanted.to_string() });
+            return Err(Error::ChunkerMismatch {
+                stored,
+                requested: wanted.to_string(),
+                asked: crate::error::ChunkerAsked::Strategy,
+            });
         }
     }
     if let Some(wanted) = strategy.analyzer {

@@ -134,8 +134,11 @@ mod tests {
     fn user_errors_are_4xx_by_the_engines_rule() {
         let load = ckeep_engine::Error::Load(ckeep_text::Error::Empty { origin: "x".into() });
         assert_eq!(ApiError::from(load).status, StatusCode::UNPROCESSABLE_ENTITY);
-        let mismatch =
-            ckeep_engine::Error::ChunkerMismatch { stored: "a".into(), requested: "b".into() };
+        let mismatch = ckeep_engine::Error::ChunkerMismatch {
+            stored: "a".into(),
+            requested: "b".into(),
+            asked: ckeep_engine::ChunkerAsked::Strategy,
+        };
         assert_eq!(ApiError::from(mismatch).status, StatusCode::CONFLICT);
         // What is not there is the caller's mistake of its own kind, as a missing document is.
         let missing = ckeep_store::Error::NotFound { path: "/x".into() };

@@ -64,12 +64,61 @@ impl MetadataFilter {
         MetadataFilter(Map::from_iter([("$and".to_string(), Value::Array(list))]))
     }
 
+    /// The metadata keys the filter names, sorted, each once.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys = Vec::new();
+        named_keys(&self.0, &mut keys);
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+
+    /// Keys compared for equality with a text that starts like an operator: `year=>2020` reads
+    /// as `year` equal to the text `>2020`, which is seldom what was meant.
+    pub fn texts_like_operators(&self) -> Vec<(String, String)> {
+        let mut found = Vec::new();
+        texts_like_operators(&self.0, &mut found);
+        found
+    }
+
     /// The filter of conditions typed in the compact form, all of which must match.
     pub fn from_conditions<'a>(
         conditions: impl IntoIterator<Item = &'a str>,
     ) -> Result<Self, String> {
         let parsed = conditions.into_iter().map(Self::parse).collect::<Result<Vec<_>, _>>()?;
         Ok(Self::all(parsed))
+    }
+}
+
+fn named_keys(filter: &Map<String, Value>, keys: &mut Vec<String>) {
+    for (key, value) in filter {
+        match key.as_str() {
+            "$and" | "$or" => {
+                for f in value.as_array().into_iter().flatten().filter_map(Value::as_object) {
+                    named_keys(f, keys);
+                }
+            }
+            "$not" => value.as_object().into_iter().for_each(|f| named_keys(f, keys)),
+            _ => keys.push(key.clone()),
+        }
+    }
+}
+
+fn texts_like_operators(filter: &Map<String, Value>, found: &mut Vec<(String, String)>) {
+    for (key, value) in filter {
+        let nested = |found: &mut Vec<_>, f: &Value| {
+            if let Some(f) = f.as_object() {
+                texts_like_operators(f, found);
+            }
+        };
+        match (key.as_str(), value) {
+            ("$and" | "$or", Value::Array(list)) => list.iter().for_each(|f| nested(found, f)),
+            ("$not", f) => nested(found, f),
+            (_, Value::String(text)) if text.starts_with(['<', '>', '=', '!', '~', '^']) => {
+                found.push((key.clone(), text.clone()));
+            }
+            _ => {}
+        }
     }
 }
 

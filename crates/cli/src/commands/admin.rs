@@ -23,6 +23,9 @@ pub fn stats(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
     }
     let (manifest, stats) = (&summary.manifest, &summary.stats);
     outln!("store      {}", summary.store);
+    outln!("schema     {} (created by {})", manifest.schema_version, manifest.created_by);
+    let default = &summary.default_strategy;
+    outln!("default    {} ({})", default.strategy, default.from);
     outln!("chunker    {}", manifest.chunker.as_deref().unwrap_or("-"));
     let id = manifest.analyzer.as_deref().unwrap_or("-");
     let name = ckeep_engine::Analyzer::from_id(id).map_or("", ckeep_engine::Analyzer::name);

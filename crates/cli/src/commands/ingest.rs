@@ -32,9 +32,20 @@ pub fn open_with_model(
     no_cache: bool,
     create: bool,
 ) -> anyhow::Result<Engine<DynStore>> {
+    // A new store's model is loaded before the store is created, so a model that is not there
+    // leaves no empty store behind.
+    let early = match model {
+        Some(spec) if create && ckeep_store::open(store).is_err() => {
+            Some(super::load_model(spec, no_cache)?)
+        }
+        _ => None,
+    };
     let store =
         if create { ckeep_store::open_or_create(store)? } else { ckeep_store::open(store)? };
     let mut engine = Engine::new(store).with_model_cache(!no_cache);
+    if let Some(embedder) = early {
+        engine = engine.with_embedder(embedder);
+    }
     if let Some(analyzer) = analyzer {
         engine = engine.with_analyzer(analyzer);
     }
@@ -42,7 +53,7 @@ pub fn open_with_model(
         engine = engine.with_generation_cache(ckeep_engine::default_generation_cache());
     }
     let model = engine.searcher()?.model_for(model);
-    if let Some(spec) = &model {
+    if let Some(spec) = model.as_ref().filter(|_| engine.embedder().is_none()) {
         engine = engine.with_embedder(super::load_model(spec, no_cache)?);
     }
     Ok(engine)

@@ -40,8 +40,11 @@ fn render(res: &SearchResponse, out: &Output) -> anyhow::Result<ExitCode> {
     if let Some(plan) = &res.filter {
         outln!("{}", plan.describe());
     }
-    if res.results.is_empty() {
-        out.note(format!("no results for {:?} ({})", res.query, res.strategy));
+    match (&res.no_results, res.results.is_empty()) {
+        // Said even with --quiet: the search could not find anything, whatever the query.
+        (Some(why), _) => out.warn(&why.message),
+        (None, true) => out.note(format!("no results for {:?} ({})", res.query, res.strategy)),
+        (None, false) => {}
     }
     for r in &res.results {
         let spans: Vec<String> = r.spans.iter().map(ToString::to_string).collect();

@@ -19,6 +19,7 @@ mod postgres;
 mod real_data;
 mod serve;
 mod similarity;
+mod slips;
 mod sync;
 mod tour;
 mod watch;

@@ -152,7 +152,7 @@ impl FromStr for Analyzer {
     fn from_str(s: &str) -> Result<Self, String> {
         Self::ALL.into_iter().find(|a| a.name() == s).ok_or_else(|| {
             let names: Vec<&str> = Self::ALL.iter().map(|a| a.name()).collect();
-            format!("unknown analyzer `{s}`: expected {} or auto", names.join(", "))
+            format!("unknown analyzer `{s}`: expected {}", names.join(", "))
         })
     }
 }

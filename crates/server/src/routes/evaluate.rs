@@ -284,10 +284,12 @@ pub(crate) async fn apply(
     let applied = state
         .workers
         .write(move |e| match rec::apply(e, &offered, &found) {
-            Err(ckeep_engine::Error::ChunkerMismatch { stored, requested }) => Err(ApiError::new(
-                ErrorCode::Conflict,
-                rec::rechunk_needed(&offered[found.winner], &stored, &requested),
-            )),
+            Err(ckeep_engine::Error::ChunkerMismatch { stored, requested, .. }) => {
+                Err(ApiError::new(
+                    ErrorCode::Conflict,
+                    rec::rechunk_needed(&offered[found.winner], &stored, &requested),
+                ))
+            }
             other => Ok(other?),
         })
         .await?;

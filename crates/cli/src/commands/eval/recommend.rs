@@ -34,15 +34,17 @@ pub struct EvalRecommendArgs {
     /// Seed of that set's sampling, and of the folds.
     #[arg(long, value_name = "N", default_value_t = 42)]
     pub seed: u64,
-    /// How that set's queries are made (`ict` or `title`; see `ckeep eval synth --help`).
-    #[arg(long, value_name = "NAME", default_value = "ict", value_parser = super::synth::parse_generator)]
+    /// How that set's queries are made (`ict` or `title`; see `ckeep eval synth --help`). A set
+    /// written by a language model is made once with `eval synth --generator llm --out DIR`
+    /// and compared with `--dataset DIR`.
+    #[arg(long, value_name = "NAME", default_value = "ict", value_parser = parse_generator)]
     pub generator: Generator,
     /// Candidate strategies (`{a,b,…}` groups expand, as in `eval tune`); the store's current
     /// default is always the baseline. Default: BM25 with its classic parameters, and with a
     /// model dense, RRF fusion and linear fusion at W = 0.3, 0.5 and 0.7.
     #[arg(long = "strategy", value_name = "SPEC")]
     pub strategies: Vec<String>,
-    /// The metric compared.
+    /// The metric compared (the metrics are listed in `ckeep eval run --help`).
     #[arg(long, value_name = "METRIC", default_value = "ndcg@10", value_parser = parse_metric)]
     pub metric: ckeep_eval::Metric,
     /// Folds of the out-of-fold estimate.
@@ -64,6 +66,19 @@ pub struct EvalRecommendArgs {
     /// the caches, which then replaces it in one step). A SQLite store, open nowhere else.
     #[arg(long, requires = "apply")]
     pub rechunk: bool,
+}
+
+/// `ict` or `title`: a set made here is made again on every run, which a language model's
+/// minutes per set do not suit.
+fn parse_generator(s: &str) -> Result<Generator, String> {
+    match super::synth::parse_generator(s)? {
+        Generator::Llm => {
+            Err("recommend makes `ict` or `title` sets; make an `llm` set once with \
+             `ckeep eval synth --generator llm --out DIR`, then compare on it with --dataset DIR"
+                .into())
+        }
+        g @ (Generator::Ict | Generator::Title) => Ok(g),
+    }
 }
 
 pub fn run(
@@ -97,6 +112,9 @@ pub fn run(
     let bar = out.progress(0, "");
     let mut progress = stage_progress(&bar);
     let plan = request.plan(engine.as_ref(), &mut progress)?;
+    if let Some(shortfall) = plan.made().and_then(ckeep_eval::synth::SynthReport::shortfall) {
+        out.warn(shortfall);
+    }
     if let Some(made) = plan.made() {
         out.note(format!(
             "test set: {} `{}` queries from {} of {} documents ({} dropped as copies, {} as \
@@ -167,7 +185,7 @@ fn apply(
             );
             Ok(false)
         }
-        Err(ckeep_engine::Error::ChunkerMismatch { stored, requested }) => {
+        Err(ckeep_engine::Error::ChunkerMismatch { stored, requested, .. }) => {
             let why =
                 ckeep_eval::recommend::rechunk_needed(&offered[rec.winner], &stored, &requested);
             bail!(UsageError(format!("--apply: {why}")))
