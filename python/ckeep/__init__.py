@@ -112,6 +112,9 @@ class Result:
     #: Where each span came from, for documents extracted from a PDF (``{"pages": [3, 4]}``)
     #: or an HTML, EPUB or DOCX file (``{"element": "/html/body/main/p[2]"}``); else empty.
     locations: list[dict[str, Any]] = field(default_factory=list)
+    #: Each span's lines in the stored document: ``{"start", "end", "column"}``, from 1 (an
+    #: editor's ``path:line``).
+    lines: list[dict[str, int]] = field(default_factory=list)
 
     def provenance(self) -> dict[str, Any]:
         """Where the result comes from, as plain JSON values (for framework metadata): doc id,
@@ -147,6 +150,7 @@ class Result:
             chunks=chunks,
             explain=r.get("explain"),
             locations=r.get("locations", []),
+            lines=r.get("lines", []),
         )
 
 

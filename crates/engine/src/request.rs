@@ -176,6 +176,8 @@ pub struct SearchResult {
     /// pages) or an HTML, EPUB or DOCX file (the element); absent for other documents.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub locations: Vec<Location>,
+    /// Each span's lines in the stored document (editors jump to `path:line`).
+    pub lines: Vec<crate::lines::LineSpan>,
     /// Heading path of the (first) chunk.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub headings: String,

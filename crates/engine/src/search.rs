@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::expand::Context;
 use crate::filtered::{AllowedDocs, DenseFilter, FilterPlan};
 use crate::lexical::PLAIN_FIELD;
+use crate::lines::LineSpan;
 use crate::no_results::NoResults;
 use crate::represent::Resolved;
 use crate::request::{
@@ -147,6 +148,7 @@ impl<S: StoreRead> Searcher<'_, S> {
         let wanted: Vec<(DocKey, Span)> =
             contexts.iter().flat_map(|c| c.spans.iter().map(|s| (c.doc, *s))).collect();
         let mut texts = self.engine.store.span_texts(&wanted)?.into_iter();
+        let mut lines = LineSpan::of_spans(store, &wanted)?.into_iter();
         let (ids, maps) = self.documents_of(&contexts)?;
         let mut results = Vec::with_capacity(contexts.len());
         for (i, c) in contexts.into_iter().enumerate() {
@@ -161,6 +163,7 @@ impl<S: StoreRead> Searcher<'_, S> {
                 doc_id,
                 score: c.score,
                 text: texts.join(ELLIPSIS),
+                lines: lines.by_ref().take(c.spans.len()).collect(),
                 spans: c.spans,
                 locations,
                 headings: c.headings,

@@ -17,6 +17,11 @@ pub struct SearchArgs {
     /// Show which chunks and terms matched and each score component.
     #[arg(long)]
     pub explain: bool,
+    /// How results are printed without --json: `plain` (ranked, with spans, lines and a
+    /// snippet), or `vimgrep` (`DOC_ID:LINE:COLUMN:TEXT`, one result a line, as `rg --vimgrep`
+    /// prints: for an editor's quickfix list or a pipe).
+    #[arg(long, value_name = "FORMAT", default_value = "plain", value_parser = ["plain", "vimgrep"])]
+    pub format: String,
 }
 
 pub fn run(
@@ -28,7 +33,23 @@ pub fn run(
     let engine = super::open(store)?.with_model_cache(!no_cache);
     let req = args.strategy.request(&args.query)?.with_explain(args.explain);
     let res = engine.search(&req)?;
+    if args.format == "vimgrep" && !out.json {
+        return vimgrep(&res, out);
+    }
     render(&res, out)
+}
+
+/// One line a result: its document, the line and column its first span starts at, and the
+/// start of its text on one line.
+fn vimgrep(res: &SearchResponse, out: &Output) -> anyhow::Result<ExitCode> {
+    if let Some(why) = &res.no_results {
+        out.warn(&why.message);
+    }
+    for r in &res.results {
+        let Some(at) = r.lines.first() else { continue };
+        outln!("{}:{}:{}:{}", r.doc_id, at.start, at.column, snippet(&r.text, 240));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints a search's answer: JSON, or a line per result with its snippet and explanation.
@@ -47,7 +68,8 @@ fn render(res: &SearchResponse, out: &Output) -> anyhow::Result<ExitCode> {
         (None, false) => {}
     }
     for r in &res.results {
-        let spans: Vec<String> = r.spans.iter().map(ToString::to_string).collect();
+        let spans: Vec<String> =
+            r.spans.iter().zip(&r.lines).map(|(span, lines)| format!("{span} {lines}")).collect();
         let heading =
             if r.headings.is_empty() { String::new() } else { format!("  § {}", r.headings) };
         outln!("{:>3}. {:.4}  {}  [{}]{heading}", r.rank, r.score, r.doc_id, spans.join(", "));

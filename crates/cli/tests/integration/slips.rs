@@ -181,3 +181,31 @@ fn a_small_synthetic_set_says_why_and_what_to_try() {
     assert!(err.contains("of the 200 queries asked for"), "{err}");
     assert!(err.contains("try --generator title"), "{err}");
 }
+
+#[test]
+fn results_give_their_lines_and_vimgrep_places() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let notes = dir.path().join("notes.md");
+    let text =
+        "# Notes\n\nOwls hunt at night.\n\n## 河流\n\n长江是中国最长的河流。\n流经许多城市。\n";
+    std::fs::write(&notes, text).unwrap();
+    ok(&store, &["add", notes.to_str().unwrap(), "--chunker", "sentences", "--analyzer", "cjk"]);
+    // (query, the line its sentence starts on, the line it ends on)
+    for (query, first, last) in [("owls at night", 3, 3), ("长江", 7, 7), ("流经许多城市", 8, 8)]
+    {
+        let res = json(&store, &["search", query, "-k", "1"]);
+        let hit = &res["results"][0];
+        let span = &hit["spans"][0];
+        let (start, end) = (span[0].as_u64().unwrap() as usize, span[1].as_u64().unwrap() as usize);
+        assert_eq!(text[..start].matches('\n').count() + 1, first, "the fixture: {hit}");
+        assert_eq!(text[..end].trim_end().matches('\n').count() + 1, last, "the fixture: {hit}");
+        assert_eq!(hit["lines"][0], serde_json::json!({"start": first, "end": last, "column": 1}));
+        let plain = ok(&store, &["search", query, "-k", "1"]);
+        assert!(plain.contains(&format!(" L{first}]")), "{plain}");
+        let places = ok(&store, &["search", query, "-k", "1", "--format", "vimgrep"]);
+        let doc = hit["doc_id"].as_str().unwrap();
+        assert!(places.starts_with(&format!("{doc}:{first}:1:")), "{places}");
+        assert_eq!(places.lines().count(), 1, "{places}");
+    }
+}

@@ -288,6 +288,7 @@ mod tests {
             text: String::new(),
             spans: spans.iter().map(|&(a, b, _)| Span::new(a, b)).collect(),
             locations: Vec::new(),
+            lines: Vec::new(),
             headings: String::new(),
             chunks: spans
                 .iter()
