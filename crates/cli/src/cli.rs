@@ -153,9 +153,10 @@ pub enum Command {
     ///
     /// Binds 127.0.0.1 by default. With --token-file, every API request needs
     /// `Authorization: Bearer TOKEN`; open without it are /health, /openapi.json and the
-    /// playground's page and files (/ and /ui/*), which hold no data. SIGINT or SIGTERM stops accepting requests, lets those in
-    /// flight finish, saves the vector index and waits for the last write to commit; a second
-    /// signal stops at once. The store is created if missing.
+    /// playground's page and files (/ and /ui/*), which hold no data. SIGINT or SIGTERM stops
+    /// accepting requests, lets those in flight finish, saves the vector index and waits for
+    /// the last write to commit; a second signal stops at once. The store is created if
+    /// missing.
     #[cfg(feature = "server")]
     Serve(ServeArgs),
     /// Serve the store to AI agents over the Model Context Protocol (stdio).

@@ -209,3 +209,15 @@ fn results_give_their_lines_and_vimgrep_places() {
         assert_eq!(places.lines().count(), 1, "{places}");
     }
 }
+
+#[test]
+fn stats_shows_the_schema_and_the_default_strategy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = with_metadata(dir.path());
+    let plain = ok(&store, &["stats"]);
+    let summary = json(&store, &["stats"]);
+    let schema = summary["manifest"]["schema_version"].as_u64().unwrap();
+    assert!(plain.contains(&format!("\nschema     {schema} (created by ckeep ")), "{plain}");
+    let default = summary["default_strategy"]["strategy"].as_str().unwrap();
+    assert!(plain.contains(&format!("\ndefault    {default} (built-in)")), "{plain}");
+}
