@@ -25,8 +25,9 @@ const QUERY_MODEL_HELP: &str = concat!(
 );
 
 const MODE_HELP: &str = "Scoring mode: bm25 (terms), dense (cosine of embeddings), or hybrid \
-(both fused: hybrid:rrf[=K] by reciprocal rank, the default; hybrid:linear=W by W·dense + \
-(1−W)·BM25). Default: the store's strategy, else bm25; see --strategy for every part";
+(both fused: hybrid:rrf[=K] by reciprocal rank; hybrid:linear=W by W·dense + (1−W)·BM25; plain \
+hybrid is rrf with one model and linear=0.6, shared, with several). Default: the store's \
+strategy, else bm25; see --strategy for every part";
 
 /// `MODEL_HELP` after what a command does with the model (its doc comment is the short help,
 /// which `--help` would otherwise replace).

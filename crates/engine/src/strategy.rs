@@ -173,7 +173,8 @@ models=A+B[+…] with mode=hybrid: BM25 fused with one dense list per model (up 
 mode=bm25|dense|hybrid[:rrf[=K]|:linear=W[+W…]]
                scoring: BM25, cosine of embeddings, or both fused by reciprocal rank
                (K = 60) or by W·dense + (1−W)·BM25 on min–max normalised scores; with
-               several models one W each (BM25 gets 1 − ΣW) or one W they share
+               several models one W each (BM25 gets 1 − ΣW) or one W they share.
+               Plain hybrid: rrf with one model, linear=0.6 (shared) with several
                (default bm25)
 k1=X, b=X      BM25's saturation and length normalisation (default 0.9 and 0.4)
 title_weight=W BM25F: a title term weighs W text terms, the title a field of its own
@@ -286,6 +287,7 @@ impl fmt::Display for Mode {
         match self {
             Mode::Bm25 => f.write_str("bm25"),
             Mode::Dense => f.write_str("dense"),
+            Mode::Hybrid(Fusion::Auto) => f.write_str("hybrid"),
             Mode::Hybrid(fusion) => write!(f, "hybrid:{fusion}"),
         }
     }

@@ -94,7 +94,7 @@ fn dense_search_with_the_stores_model_and_its_cache() {
         &store,
         &["search", "Which team won Super Bowl 50?", "--mode", "hybrid", "-k", "3", "--explain"],
     );
-    assert_eq!(res["strategy"], "mode=hybrid:rrf,level=chunk,k=3");
+    assert_eq!(res["strategy"], "mode=hybrid,level=chunk,k=3");
     let c = &res["results"][0]["explain"]["chunks"][0];
     let (b, d) = (c["bm25_rank"].as_f64().unwrap(), c["dense_rank"].as_f64().unwrap());
     let fused = c["fused"].as_f64().unwrap();

@@ -99,6 +99,19 @@ fn a_further_model_embeds_every_chunk_and_then_fuses() {
         assert!((sum - ex.chunks[0].fused.unwrap()).abs() < 1e-5, "{lists:?}");
         // BM25's weight is what the models leave: 0.4 of its best normalised score.
         assert!((lists[0].contribution - 0.4).abs() < 1e-5 || lists[0].rank > 1, "{lists:?}");
+        // Plain `hybrid` beside two models is that linear fusion, the models sharing 0.6.
+        let plain = SearchRequest {
+            strategy: Some(
+                "models=test-hash-256+test-hash-96,mode=hybrid,level=doc,k=4".parse().unwrap(),
+            ),
+            ..req.clone()
+        };
+        let plain = engine.search(&plain).unwrap();
+        let scores = |r: &ckeep_engine::SearchResponse| -> Vec<(String, f32)> {
+            r.results.iter().map(|h| (h.doc_id.clone(), h.score)).collect()
+        };
+        assert_eq!(scores(&plain), scores(&res), "{query}");
+        assert!(plain.strategy.contains("mode=hybrid,"), "{}", plain.strategy);
         // The further model's list alone ranks by its own vectors: weights 0 + 1.
         let alone = SearchRequest {
             strategy: Some(
