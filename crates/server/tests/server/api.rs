@@ -91,7 +91,7 @@ async fn documents_round_trip_and_search_finds_them() {
             &json!({"query": "regrow limbs", "strategy": "mode=hybrid,k=2", "explain": true, "expand": "doc"}),
         )
         .await;
-    assert_eq!(res["strategy"], "mode=hybrid:rrf,level=chunk,expand=doc,k=2");
+    assert_eq!(res["strategy"], "mode=hybrid,level=chunk,expand=doc,k=2");
     assert_eq!(res["results"][0]["doc_id"], "notes/a b.txt");
     assert_eq!(res["results"][0]["text"], "Axolotls regrow limbs.");
     assert!(res["results"][0]["explain"]["chunks"][0]["dense"].is_number(), "{res}");
