@@ -38,15 +38,24 @@ impl LineSpan {
         }
     }
 
-    /// The lines of each of `spans`, in the order given (one look-up of the text before each).
-    pub(crate) fn of_spans<S: StoreRead + ?Sized>(
+    /// The text and the lines of each of `spans`, in the order given: one look-up of each
+    /// document's text up to the span's end, which holds both (a search reads its results'
+    /// texts this way, not twice).
+    pub(crate) fn with_texts<S: StoreRead + ?Sized>(
         store: &S,
         spans: &[(DocKey, Span)],
-    ) -> Result<Vec<Self>> {
+    ) -> Result<Vec<(String, Self)>> {
         let prefixes: Vec<(DocKey, Span)> =
             spans.iter().map(|(doc, s)| (*doc, Span::new(0, s.end))).collect();
-        let texts = store.span_texts(&prefixes)?;
-        Ok(texts.iter().zip(spans).map(|(text, (_, span))| Self::of(text, *span)).collect())
+        let prefixes = store.span_texts(&prefixes)?;
+        Ok(prefixes
+            .iter()
+            .zip(spans)
+            .map(|(prefix, (_, span))| {
+                let text = prefix.get(span.start..).unwrap_or_default().to_string();
+                (text, Self::of(prefix, *span))
+            })
+            .collect())
     }
 }
 

@@ -41,17 +41,12 @@ pub enum NoResultsReason {
 
 impl NoResults {
     /// Why `store` gave nothing for a search with `filter` that let `passing` documents
-    /// through (`None`: no filter); `None` when something was `found`, or the query's words
-    /// decided.
+    /// through (`None`: no filter); `None` when the query's words decided.
     pub(crate) fn find<S: StoreRead + ?Sized>(
         store: &S,
-        found: bool,
         filter: Option<&MetadataFilter>,
         passing: Option<usize>,
     ) -> Result<Option<Self>> {
-        if found {
-            return Ok(None);
-        }
         if store.document_count()? == 0 {
             return Ok(Some(Self {
                 reason: NoResultsReason::EmptyStore,

@@ -144,15 +144,15 @@ impl<S: StoreRead> Searcher<'_, S> {
         let (groups, diversity) =
             crate::diversify::diversified(store, groups, strategy.diversify, strategy.k, analyzer)?;
         let contexts = crate::expand::expand(store, self.contexts_of(groups)?, strategy.expand)?;
-        // Every text and document id in one look-up each.
+        // Every text (with its lines) and document id in one look-up each.
         let wanted: Vec<(DocKey, Span)> =
             contexts.iter().flat_map(|c| c.spans.iter().map(|s| (c.doc, *s))).collect();
-        let mut texts = self.engine.store.span_texts(&wanted)?.into_iter();
-        let mut lines = LineSpan::of_spans(store, &wanted)?.into_iter();
+        let mut texts = LineSpan::with_texts(store, &wanted)?.into_iter();
         let (ids, maps) = self.documents_of(&contexts)?;
         let mut results = Vec::with_capacity(contexts.len());
         for (i, c) in contexts.into_iter().enumerate() {
-            let texts: Vec<String> = texts.by_ref().take(c.spans.len()).collect();
+            let (texts, lines): (Vec<String>, Vec<LineSpan>) =
+                texts.by_ref().take(c.spans.len()).unzip();
             let doc_id = ids.get(&c.doc).cloned().unwrap_or_default();
             let locations = maps
                 .get(&c.doc)
@@ -163,7 +163,7 @@ impl<S: StoreRead> Searcher<'_, S> {
                 doc_id,
                 score: c.score,
                 text: texts.join(ELLIPSIS),
-                lines: lines.by_ref().take(c.spans.len()).collect(),
+                lines,
                 spans: c.spans,
                 locations,
                 headings: c.headings,
@@ -197,8 +197,11 @@ impl<S: StoreRead> Searcher<'_, S> {
         req: &SearchRequest,
         allowed: Option<&AllowedDocs>,
     ) -> Result<Option<NoResults>> {
+        if !results.is_empty() {
+            return Ok(None);
+        }
         let passing = allowed.map(AllowedDocs::len);
-        NoResults::find(self.store(), !results.is_empty(), req.filter.as_ref(), passing)
+        NoResults::find(self.store(), req.filter.as_ref(), passing)
     }
 
     /// The documents `filter` lets through, as of this snapshot (cached by the engine until
