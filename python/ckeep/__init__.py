@@ -411,6 +411,21 @@ class Store:
             model=model, work_dir=work_dir, apply=apply, progress=_progress.callback(progress)))
         return eval.Recommendation._from_json(raw)
 
+    def adapt(self, *, minutes: float | None = None, queries: int | None = None, seed: int = 42,
+              dry_run: bool = False, undo: bool = False, save: PathLike | None = None,
+              load: PathLike | None = None, progress: Any = None) -> dict[str, Any]:
+        """Adapt the store's embedding models to its documents, as ``ckeep adapt --json``: a
+        map of query vectors trained on queries made from the documents, kept only when
+        queries held out from training find their sources better with it. The stored vectors
+        are not changed; :meth:`search` applies the map. ``undo=True`` removes it (``ckeep
+        adapt --undo``), after which searches are exactly as before; ``save`` writes the trained
+        map to a file and ``load`` applies one (``--save``, ``--load``)."""
+        return json.loads(self._native.adapt(
+            minutes=minutes, queries=queries, seed=seed, dry_run=dry_run, undo=undo,
+            save=None if save is None else os.fspath(save),
+            load=None if load is None else os.fspath(load),
+            progress=_progress.callback(progress)))
+
     def stats(self) -> dict[str, Any]:
         """``ckeep stats --json``: the manifest (chunker, analyzer, model) and the counts."""
         return json.loads(self._native.stats())

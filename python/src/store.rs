@@ -399,6 +399,52 @@ impl Store {
         })
     }
 
+    /// Adapts the store's models to its documents: `ckeep adapt --json` (`undo=True`: `ckeep
+    /// adapt --undo --json`).
+    #[pyo3(signature = (*, minutes=None, queries=None, seed=42, dry_run=false, undo=false,
+        save=None, load=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn adapt(
+        &self,
+        py: Python<'_>,
+        minutes: Option<f64>,
+        queries: Option<usize>,
+        seed: u64,
+        dry_run: bool,
+        undo: bool,
+        save: Option<PathBuf>,
+        load: Option<PathBuf>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        use ckeep_eval::adapt::{self, AdaptOptions};
+        detached(py, || {
+            let mut guard = self.writer(false)?;
+            let engine = guard.as_mut().context("the store is not open")?;
+            if undo {
+                return Ok(json!({"removed": adapt::undo(engine)?}).to_string());
+            }
+            if let Some(m) = minutes.filter(|m| !(m.is_finite() && *m > 0.0)) {
+                return Err(crate::errors::usage(format!("minutes must be positive, not {m}")));
+            }
+            if let Some(spec) = self.model_spec(None, engine)? {
+                engine.set_embedder(self.model(&spec)?);
+            }
+            if let Some(file) = load {
+                return Ok(json!({"loaded": adapt::load(engine, &file)?}).to_string());
+            }
+            let opts = AdaptOptions {
+                queries,
+                seed,
+                minutes,
+                apply: !dry_run,
+                save,
+                ..AdaptOptions::default()
+            };
+            let mut report_progress = crate::progress::reporter(progress.as_ref());
+            Ok(serde_json::to_string(&adapt::adapt(engine, &opts, &mut report_progress)?)?)
+        })
+    }
+
     /// `ckeep stats --json`.
     fn stats(&self, py: Python<'_>) -> PyResult<String> {
         detached(py, || {

@@ -277,3 +277,31 @@ def test_ask_gives_the_clis_answer_with_located_citations(cli_store: Path, quest
         store.ask("  ", llm="none")
     with pytest.raises(TypeError):
         store.ask(question, llm="none", colour="red")
+
+
+def test_an_adapted_store_searches_as_the_cli_and_undo_restores_it(tmp_path: Path) -> None:
+    store_dir = tmp_path / "s"
+    cli("add", str(CORPUS_JSONL), "--model", MODEL, store=store_dir)
+    store = ckeep.Store(store_dir)
+    query = "how are documents ranked by term frequency"
+    before = store.search_json(query, mode="dense", k=5)
+    # The guard decides whether a trained map is kept; this test needs one, so it trains one
+    # without applying it and loads it.
+    saved = tmp_path / "adapter.safetensors"
+    report = store.adapt(dry_run=True, save=saved, seed=3)
+    losses = report["models"][0]["losses"]
+    assert losses[-1] < losses[0], losses
+    assert store.stats()["manifest"].get("adapters") is None
+    assert store.adapt(load=saved)["loaded"]["model"] == MODEL
+    got = store.search_json(query, mode="dense", k=5)
+    want = cli("search", query, "--mode", "dense", "-k", "5", store=store_dir)
+
+    def ranking(res: dict) -> list[tuple[str, str]]:
+        return [(r["doc_id"], f"{r['score']:.6f}") for r in res["results"]]
+
+    assert ranking(got) == ranking(want)
+    assert ranking(got) != ranking(before)
+    assert store.adapt(undo=True)["removed"][0]["model"] == MODEL
+    assert store.search_json(query, mode="dense", k=5)["results"] == before["results"]
+    with pytest.raises(ckeep.UsageError):
+        store.adapt(minutes=0)

@@ -2,6 +2,7 @@
 //! owned by its module in `commands/` (clap parses them into validated values, so a bad spec is
 //! a usage error with exit code 2 before anything runs).
 
+use crate::commands::adapt::AdaptArgs;
 use crate::commands::add::AddArgs;
 use crate::commands::admin::RmArgs;
 use crate::commands::ask::AskArgs;
@@ -149,6 +150,13 @@ pub enum Command {
     /// neighbours propose candidate pairs (through the HNSW graph for large stores), which are
     /// scored by chunk-pair similarity and grouped into clusters with their matching spans.
     Dedup(DedupArgs),
+    /// Adapt the store's embedding models to its documents: a map of query vectors is trained
+    /// on queries made from the documents (inverse cloze sentences and titles, as `eval synth`
+    /// makes them) against their source passages and hard negatives mined by the store's own
+    /// searches. Stored vectors stay as they are. Queries from a fifth of the documents are
+    /// held out; the map is kept only when they find their sources better with it (95 %
+    /// paired interval above zero). --undo removes it.
+    Adapt(AdaptArgs),
     /// Serve the store over HTTP with a JSON API (described at /openapi.json).
     ///
     /// Binds 127.0.0.1 by default. With --token-file, every API request needs

@@ -74,6 +74,7 @@ fn run(cli: &Cli, out: &Output) -> anyhow::Result<ExitCode> {
         Command::Similar(a) => commands::similar::run(a, cli.global.no_cache, out),
         Command::Pairs(a) => commands::pairs::run(a, cli.global.no_cache, out),
         Command::Dedup(a) => commands::dedup::run(store, a, cli.global.no_cache, out),
+        Command::Adapt(a) => commands::adapt::run(store, a, cli.global.no_cache, out),
         #[cfg(feature = "server")]
         Command::Serve(a) => commands::serve::run(store, a, cli.global.no_cache, out),
         #[cfg(feature = "server")]

@@ -9,6 +9,7 @@ use ckeep_index::Bm25;
 
 use ckeep_store::{Manifest, ReadSnapshot, StoreRead};
 
+use crate::adapter::AdapterCache;
 use crate::analysis::AnalyzerChoice;
 use crate::error::Result;
 use crate::filtered::FilterCache;
@@ -27,6 +28,8 @@ pub struct Engine<S> {
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
     /// The store's further models (`models=A+B`), loaded when first needed.
     pub(crate) more_models: MoreModels,
+    /// Query adapters read from the store (`ckeep adapt`), shared with [`Engine::reader`]s.
+    pub(crate) adapters: AdapterCache,
     /// Vectors and graphs loaded from the store, shared with [`Engine::reader`]s, and this
     /// engine's refresh policy.
     pub(crate) vectors: VectorCache,
@@ -50,6 +53,7 @@ impl<S> Engine<S> {
             bm25: Bm25::default(),
             embedder: None,
             more_models: MoreModels::default(),
+            adapters: AdapterCache::default(),
             vectors: VectorCache::default(),
             background_index: false,
             generation_cache: None,
@@ -68,6 +72,7 @@ impl<S> Engine<S> {
             bm25: self.bm25,
             embedder: self.embedder.clone(),
             more_models: self.more_models.clone(),
+            adapters: self.adapters.clone(),
             vectors: self.vectors.shared(),
             background_index: self.background_index,
             generation_cache: self.generation_cache.clone(),

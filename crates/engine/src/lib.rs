@@ -20,6 +20,7 @@
 //! assert_eq!(res.results[0].text, "Dogs bark loudly.");
 //! ```
 
+mod adapter;
 mod adopt;
 mod analysis;
 mod answer;
@@ -62,6 +63,11 @@ mod view;
 mod watch;
 mod writer;
 
+pub use adapter::{AdaptableModel, QueryAdapter};
+/// Training query adapters (`ckeep adapt`).
+pub mod adapter_training {
+    pub use crate::adapter::{Example, TrainOptions, Trained, mean_loss, train};
+}
 pub use analysis::AnalyzerChoice;
 pub use answer::{
     Answer, AnswerSentence, Answerer, AskRequest, Assembly, Citation, Found, MatchKind, NO_ANSWER,

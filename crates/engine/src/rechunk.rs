@@ -29,13 +29,16 @@ impl<S: StoreWrite> Writer<'_, S> {
                 target.store.location()
             )));
         }
-        // Everything the old store keeps but its chunker (recorded by the ingest) and its
-        // default strategy.
+        // Everything the old store keeps but its chunker (recorded by the ingest), its default
+        // strategy and its query adapters.
         let manifest = ckeep_store::Manifest {
             schema_version: target.store.manifest()?.schema_version,
             chunker: None,
             default_strategy: None,
             default_strategy_from: None,
+            // Adapters' weights are auxiliary blobs, which are not copied; they were learned
+            // against the old chunks.
+            adapters: Vec::new(),
             ..self.engine.store.manifest()?
         };
         target.store.set_manifest(&manifest)?;

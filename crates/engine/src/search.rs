@@ -215,7 +215,8 @@ impl<S: StoreRead> Searcher<'_, S> {
         )
     }
 
-    /// The query's normalised embedding by each of `models`, and the name of the store's own
+    /// The query's normalised embedding by each of `models`, through the store's query adapter
+    /// of that model if it has one (`ckeep adapt`), and the name of the store's own
     /// model when it is one of them ([`Searcher::own_model`]).
     fn query_vectors(
         &self,
@@ -227,7 +228,27 @@ impl<S: StoreRead> Searcher<'_, S> {
         let own = own.transpose()?;
         let name = own.as_ref().map(|e| e.info().name.clone());
         let more = &self.engine.more_models;
-        Ok((more.query_vectors(own.as_ref(), &self.manifest, models, query)?, name))
+        let mut vectors = more.query_vectors(own.as_ref(), &self.manifest, models, query)?;
+        for (m, q) in models.iter().zip(&mut vectors) {
+            let fingerprint = match &m.0 {
+                Some(record) => Some(record.fingerprint.as_str()),
+                None => self.manifest.model_fingerprint.as_deref(),
+            };
+            let adapter = fingerprint.and_then(|f| crate::adapter::record_for(&self.manifest, f));
+            if let Some(record) = adapter {
+                let adapter = self.engine.adapters.get(&self.engine.store, record)?;
+                if adapter.dim() != q.len() {
+                    return Err(Error::Invalid(format!(
+                        "the store's query adapter for {} maps {} values and the model gives {}; remove it with `ckeep adapt --undo`",
+                        record.model,
+                        adapter.dim(),
+                        q.len()
+                    )));
+                }
+                *q = adapter.apply(q);
+            }
+        }
+        Ok((vectors, name))
     }
 
     /// Ranked groups as contexts: each result's chunks with their spans, in one look-up (one

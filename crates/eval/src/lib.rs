@@ -17,6 +17,7 @@
 //! assert_eq!(eval.means[0], 0.5);
 //! ```
 
+pub mod adapt;
 pub mod answers;
 pub mod dataset;
 pub mod experiment;

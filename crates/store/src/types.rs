@@ -50,6 +50,10 @@ pub struct Manifest {
     /// `R|NAME`. Listed once every document has them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_models: Vec<ModelRecord>,
+    /// Query adapters learned from the store's documents (`ckeep adapt`), at most one per model:
+    /// each maps that model's query vectors before they are searched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adapters: Vec<AdapterRecord>,
     /// The `ckeep` version that created the store.
     pub created_by: String,
 }
@@ -64,6 +68,22 @@ pub struct ModelRecord {
     pub fingerprint: String,
     /// Where it was loaded from (a name, directory or URL), to load it again for queries.
     pub source: String,
+}
+
+/// A query adapter a store applies (see [`Manifest::adapters`]); its weights are the auxiliary
+/// blob `blob` (safetensors).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AdapterRecord {
+    /// The model whose query vectors it maps, by name.
+    pub model: String,
+    /// That model's fingerprint: the adapter is applied only to vectors of this model.
+    pub fingerprint: String,
+    /// The auxiliary blob holding its weights; the name changes with the weights, so a cached
+    /// copy is never stale.
+    pub blob: String,
+    /// How it was trained and why it was kept (the guard's figures), for `stats`.
+    pub from: String,
 }
 
 /// A lexical index entry of one chunk: its distinct terms with counts and its length.

@@ -34,6 +34,9 @@ pub fn stats(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
         if name.is_empty() { id.to_string() } else { format!("{name} ({id})") }
     );
     outln!("model      {}", manifest.model.as_deref().unwrap_or("- (lexical only)"));
+    for a in &manifest.adapters {
+        outln!("adapter    {}: {}", a.model, a.from);
+    }
     outln!("documents  {} ({} of text)", stats.documents, human_bytes(stats.text_bytes));
     outln!("chunks     {} ({} leaves)", stats.chunks, stats.leaf_chunks);
     for f in &stats.lexical {

@@ -1,5 +1,6 @@
 //! One module per sub-command.
 
+pub mod adapt;
 pub mod add;
 pub mod admin;
 pub mod ask;

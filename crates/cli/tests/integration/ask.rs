@@ -67,13 +67,7 @@ fn an_extractive_answer_is_located_in_the_files_and_the_same_everywhere() {
     assert!(plain.contains("(exact)"), "{plain}");
 
     // HTTP, whole and streamed.
-    let mut server = ckeep(&store)
-        .args(["--json", "serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = crate::listening(&mut server);
+    let (mut server, base) = crate::serve(&store);
     let body = json!({"question": QUESTION, "extractive": true});
     let mut res = agent().post(format!("{base}/ask")).send_json(&body).unwrap();
     assert_eq!(res.status(), 200);

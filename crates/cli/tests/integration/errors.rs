@@ -111,13 +111,7 @@ fn the_cli_http_and_mcp_answer_a_bad_request_with_the_same_error_object() {
         ),
     ];
 
-    let mut server = ckeep(&store)
-        .args(["--json", "serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = crate::listening(&mut server);
+    let (mut server, base) = crate::serve(&store);
     let http = agent();
     let mut mcp = Mcp::start(&store);
     let mut codes = Vec::new();

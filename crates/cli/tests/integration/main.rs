@@ -1,6 +1,7 @@
 //! End-to-end tests of the `ckeep` binary on real data, as one test binary.
 #![allow(clippy::missing_panics_doc)] // test helpers panic on failure by design
 
+mod adapt;
 mod ask;
 mod bad_input;
 mod chinese;
@@ -77,6 +78,18 @@ pub fn snapshot(store: &Path) -> (u64, u64, bool) {
         stats["stats"]["chunks"].as_u64().unwrap(),
         check.status.success(),
     )
+}
+
+/// `ckeep --json serve` on `store` at a free port (stderr dropped), and its base URL.
+pub fn serve(store: &Path) -> (std::process::Child, String) {
+    let mut server = ckeep(store)
+        .args(["--json", "serve", "--addr", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = listening(&mut server);
+    (server, base)
 }
 
 /// The base URL a `ckeep --json serve` child prints on its first line (its stdout is taken).
