@@ -19,8 +19,8 @@ pub struct AdaptArgs {
     /// Time for training, in minutes (making the pairs comes before it and is not counted).
     #[arg(long, value_name = "M", value_parser = parse_minutes)]
     pub minutes: Option<f64>,
-    /// Inverse-cloze queries to train on (default: two per document, at most 20,000); each
-    /// titled document gives a title query too.
+    /// Inverse-cloze queries to train on (default: two per document or one per chunk, whichever
+    /// is more, at most 20,000); each titled document gives a title query too.
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub queries: Option<usize>,
     /// Seed of the queries, the held-out split and the training order.

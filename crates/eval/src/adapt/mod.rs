@@ -31,7 +31,8 @@ const BOOTSTRAP_ROUNDS: usize = 2_000;
 /// Fewest held-out queries the guard judges on.
 pub const MIN_HELDOUT: usize = 30;
 
-/// Inverse-cloze queries made per document unless told otherwise.
+/// Inverse-cloze queries made per document unless told otherwise (or one per leaf chunk, if
+/// that is more: long documents hold many passages).
 const QUERIES_PER_DOCUMENT: usize = 2;
 
 /// Most inverse-cloze queries made unless told otherwise.
@@ -40,8 +41,8 @@ const MAX_QUERIES: usize = 20_000;
 /// What [`adapt`] does.
 #[derive(Debug, Clone)]
 pub struct AdaptOptions {
-    /// Inverse-cloze queries to make (`None`: two per document, at most 20,000); titles give
-    /// one more per titled document.
+    /// Inverse-cloze queries to make (`None`: two per document or one per leaf chunk, whichever
+    /// is more, at most 20,000); titles give one more per titled document.
     pub queries: Option<usize>,
     /// Seed of the queries, the held-out split and the training order.
     pub seed: u64,
@@ -136,7 +137,11 @@ pub fn adapt<S: StoreWrite>(
     let docs = crate::recommend::documents_of(engine, &mut |d, t| {
         progress("reading documents", d, t);
     })?;
-    let (queries, made) = training_queries(&docs, opts)?;
+    let leaves = ckeep_store::StoreRead::stats(engine.store())
+        .map_err(ckeep_engine::Error::from)?
+        .leaf_chunks;
+    let leaves = usize::try_from(leaves).unwrap_or(usize::MAX);
+    let (queries, made) = training_queries(&docs, leaves, opts)?;
     let deadline = opts.minutes.map(|m| started + Duration::from_secs_f64(m.max(0.0) * 60.0));
     let mut report = AdaptReport {
         documents: docs.len(),
@@ -199,9 +204,12 @@ pub fn undo<S: StoreWrite>(engine: &mut Engine<S>) -> Result<Vec<AdapterRecord>,
 /// Inverse-cloze queries, and title queries where documents have titles.
 fn training_queries(
     docs: &[Document],
+    leaves: usize,
     opts: &AdaptOptions,
 ) -> Result<(Vec<SynthQuery>, Made), Error> {
-    let count = opts.queries.unwrap_or((docs.len() * QUERIES_PER_DOCUMENT).min(MAX_QUERIES));
+    let count = opts
+        .queries
+        .unwrap_or((docs.len() * QUERIES_PER_DOCUMENT).max(leaves).min(MAX_QUERIES));
     let (mut queries, _) = synthesize(docs, &SynthOptions::new(count, opts.seed, Generator::Ict))?;
     let mut made = vec![(Generator::Ict.to_string(), queries.len())];
     let titled = docs.iter().filter(|d| !d.title.trim().is_empty()).count();
