@@ -229,25 +229,12 @@ impl<S: StoreRead> Searcher<'_, S> {
         let name = own.as_ref().map(|e| e.info().name.clone());
         let more = &self.engine.more_models;
         let mut vectors = more.query_vectors(own.as_ref(), &self.manifest, models, query)?;
-        for (m, q) in models.iter().zip(&mut vectors) {
-            let fingerprint = match &m.0 {
-                Some(record) => Some(record.fingerprint.as_str()),
-                None => self.manifest.model_fingerprint.as_deref(),
-            };
-            let adapter = fingerprint.and_then(|f| crate::adapter::record_for(&self.manifest, f));
-            if let Some(record) = adapter {
-                let adapter = self.engine.adapters.get(&self.engine.store, record)?;
-                if adapter.dim() != q.len() {
-                    return Err(Error::Invalid(format!(
-                        "the store's query adapter for {} maps {} values and the model gives {}; remove it with `ckeep adapt --undo`",
-                        record.model,
-                        adapter.dim(),
-                        q.len()
-                    )));
-                }
-                *q = adapter.apply(q);
-            }
-        }
+        self.engine.adapters.map_queries(
+            &self.engine.store,
+            &self.manifest,
+            models,
+            &mut vectors,
+        )?;
         Ok((vectors, name))
     }
 

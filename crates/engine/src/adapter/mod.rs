@@ -209,6 +209,37 @@ impl<S: StoreRead> Searcher<'_, S> {
 /// The representation of stores added with `--fields title,text`.
 const TITLE_REPR: &str = "contextual:title";
 
+impl AdapterCache {
+    /// Maps each of `vectors` (a query's, by `models` in order) through the store's adapter
+    /// of its model, where it has one.
+    pub(crate) fn map_queries<S: StoreRead>(
+        &self,
+        store: &S,
+        manifest: &Manifest,
+        models: &[crate::more_models::DenseModel],
+        vectors: &mut [Vec<f32>],
+    ) -> Result<()> {
+        for (m, q) in models.iter().zip(vectors) {
+            let fingerprint = match &m.0 {
+                Some(record) => Some(record.fingerprint.as_str()),
+                None => manifest.model_fingerprint.as_deref(),
+            };
+            let Some(record) = fingerprint.and_then(|f| record_for(manifest, f)) else { continue };
+            let adapter = self.get(store, record)?;
+            if adapter.dim() != q.len() {
+                return Err(Error::Invalid(format!(
+                    "the store's query adapter for {} maps {} values and the model gives {}; remove it with `ckeep adapt --undo`",
+                    record.model,
+                    adapter.dim(),
+                    q.len()
+                )));
+            }
+            *q = adapter.apply(q);
+        }
+        Ok(())
+    }
+}
+
 impl<S: StoreWrite> Writer<'_, S> {
     /// Makes `adapter` the one the store applies to queries of the model `model` (name and
     /// fingerprint), replacing any earlier one: the weights are written first and the manifest

@@ -207,9 +207,8 @@ fn training_queries(
     leaves: usize,
     opts: &AdaptOptions,
 ) -> Result<(Vec<SynthQuery>, Made), Error> {
-    let count = opts
-        .queries
-        .unwrap_or((docs.len() * QUERIES_PER_DOCUMENT).max(leaves).min(MAX_QUERIES));
+    let count =
+        opts.queries.unwrap_or((docs.len() * QUERIES_PER_DOCUMENT).max(leaves).min(MAX_QUERIES));
     let (mut queries, _) = synthesize(docs, &SynthOptions::new(count, opts.seed, Generator::Ict))?;
     let mut made = vec![(Generator::Ict.to_string(), queries.len())];
     let titled = docs.iter().filter(|d| !d.title.trim().is_empty()).count();

@@ -11,6 +11,7 @@ use ckeep_embed::InputKind;
 use ckeep_engine::{AdaptableModel, Engine, SearchRequest, Strategy};
 use ckeep_index::dot;
 use ckeep_store::StoreRead;
+use ckeep_text::{SizeCounter, WordCounter};
 use rayon::prelude::*;
 
 use super::guard::{Corpus, Heldout};
@@ -27,6 +28,10 @@ const NEAR_COPY: f32 = 0.95;
 /// BM25 ranks within which a candidate that the dense search also ranks above the source is
 /// taken to answer the query.
 const BOTH_AGREE: usize = 3;
+
+/// Words a source passage needs, without the query's own; a shorter one is widened to the
+/// leaves beside it.
+const MIN_PASSAGE_WORDS: usize = 8;
 
 /// Texts embedded per call, so progress moves.
 const EMBED_BATCH: usize = 32;
@@ -58,7 +63,8 @@ pub struct Source {
 }
 
 /// The sources of `queries` made from `docs` (the store's documents, in its order): the leaf
-/// chunk holding each query's masked span, without it. `heldout(doc)` says which documents'
+/// chunk holding each query's masked span, without it (with its neighbours when little is
+/// left). `heldout(doc)` says which documents'
 /// queries the guard keeps.
 pub fn sources<S: StoreRead>(
     store: &S,
@@ -84,21 +90,28 @@ pub fn sources<S: StoreRead>(
             None => (0, 0),
         };
         // The leaf holding the masked span (a title query: the first leaf).
-        let Some(leaf) = leaves
+        let Some(at) = leaves
             .iter()
-            .find(|c| c.chunk.span.start <= start && start < c.chunk.span.end)
-            .or(leaves.first())
+            .position(|c| c.chunk.span.start <= start && start < c.chunk.span.end)
+            .or((!leaves.is_empty()).then_some(0))
         else {
             continue;
         };
-        let span = leaf.chunk.span;
-        let text = &document.text[span.start..span.end];
-        let masked = if text_mask.is_some() && span.start <= start && start < span.end {
-            let (s, e) = (start - span.start, end.clamp(start, span.end) - span.start);
-            format!("{}{}", &text[..s], &text[e..])
-        } else {
-            text.to_string()
+        let masked_in = |from: usize, to: usize| {
+            let (from, to) = (leaves[from].chunk.span.start, leaves[to].chunk.span.end);
+            let text = &document.text[from..to];
+            if text_mask.is_some() && from <= start && start < to {
+                let (s, e) = (start - from, end.clamp(start, to) - from);
+                format!("{}{}", &text[..s], &text[e..])
+            } else {
+                text.to_string()
+            }
         };
+        let mut masked = masked_in(at, at);
+        // A leaf that was little more than the query (sentence chunks): its neighbours.
+        if WordCounter.count(&masked) < MIN_PASSAGE_WORDS {
+            masked = masked_in(at.saturating_sub(1), (at + 1).min(leaves.len() - 1));
+        }
         let title = document.title.trim();
         let passage = if title_in_front && !title_masked && !title.is_empty() {
             format!("{title}\n\n{masked}")
