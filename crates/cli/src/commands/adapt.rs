@@ -16,7 +16,8 @@ pub struct AdaptArgs {
     /// Remove the store's adapters: searches are again the model's own, byte for byte.
     #[arg(long, conflicts_with_all = ["minutes", "queries", "seed", "dry_run"])]
     pub undo: bool,
-    /// Time for training, in minutes (making the pairs comes before it and is not counted).
+    /// Time budget in minutes from the start: training stops after the pass that ends past it
+    /// (making the pairs is never cut short).
     #[arg(long, value_name = "M", value_parser = parse_minutes)]
     pub minutes: Option<f64>,
     /// Inverse-cloze queries to train on (default: two per document or one per chunk, whichever

@@ -52,7 +52,8 @@ pub struct AdaptOptions {
     pub negatives: usize,
     /// Training of each model; its deadline is set from `minutes`.
     pub train: TrainOptions,
-    /// Time for training, over all models (`None`: the passes of `train`).
+    /// Minutes from the start after which training stops at the end of a pass, over all models
+    /// (`None`: every pass of `train`); making the pairs is never cut short.
     pub minutes: Option<f64>,
     /// Apply an adapter the guard accepts (`false`: report only).
     pub apply: bool,
@@ -306,6 +307,11 @@ fn adapt_model<S: StoreWrite>(
         out.applied = true;
         format!("applied: {:+.4} [{:+.4}, {:+.4}] on held-out queries", a - b, ci.0, ci.1)
     };
+    let manifest =
+        ckeep_store::StoreRead::manifest(engine.store()).map_err(ckeep_engine::Error::from)?;
+    if !out.applied && manifest.adapters.iter().any(|r| r.fingerprint == model.fingerprint) {
+        out.verdict.push_str("; the store keeps the map it had (`--undo` removes it)");
+    }
     Ok(out)
 }
 
