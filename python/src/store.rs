@@ -423,9 +423,6 @@ impl Store {
             if undo {
                 return Ok(json!({"removed": adapt::undo(engine)?}).to_string());
             }
-            if let Some(m) = minutes.filter(|m| !(m.is_finite() && *m > 0.0)) {
-                return Err(crate::errors::usage(format!("minutes must be positive, not {m}")));
-            }
             if let Some(spec) = self.model_spec(None, engine)? {
                 engine.set_embedder(self.model(&spec)?);
             }

@@ -58,6 +58,13 @@ pub struct Manifest {
     pub created_by: String,
 }
 
+impl Manifest {
+    /// The query adapter the store applies to vectors of the model with `fingerprint`, if any.
+    pub fn adapter_for(&self, fingerprint: &str) -> Option<&AdapterRecord> {
+        self.adapters.iter().find(|a| a.fingerprint == fingerprint)
+    }
+}
+
 /// A model a store holds vectors of beside its own (see [`Manifest::extra_models`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

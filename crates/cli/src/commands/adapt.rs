@@ -18,7 +18,7 @@ pub struct AdaptArgs {
     pub undo: bool,
     /// Time budget in minutes from the start: training stops after the pass that ends past it
     /// (making the pairs is never cut short).
-    #[arg(long, value_name = "M", value_parser = parse_minutes)]
+    #[arg(long, value_name = "M")]
     pub minutes: Option<f64>,
     /// Inverse-cloze queries to train on (default: two per document or one per chunk, whichever
     /// is more, at most 20,000); each titled document gives a title query too.
@@ -37,14 +37,6 @@ pub struct AdaptArgs {
     /// the guard: to use on one store what was learned on another.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["undo", "minutes", "queries", "seed", "dry_run", "save"])]
     pub load: Option<PathBuf>,
-}
-
-/// A positive number of minutes.
-fn parse_minutes(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(m) if m.is_finite() && m > 0.0 => Ok(m),
-        _ => Err(format!("`{s}` is not a positive number of minutes")),
-    }
 }
 
 pub fn run(

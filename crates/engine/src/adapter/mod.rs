@@ -117,14 +117,9 @@ impl QueryAdapter {
 
 /// The blob name of an adapter of the model with `fingerprint` whose file is `bytes`: it
 /// changes with the weights, so readers' caches never hold a replaced adapter.
-pub fn blob_name(fingerprint: &str, bytes: &[u8]) -> String {
+fn blob_name(fingerprint: &str, bytes: &[u8]) -> String {
     let hash = blake3::hash(bytes).to_hex();
     format!("{BLOB_PREFIX}{fingerprint}/{}", &hash[..16])
-}
-
-/// The adapter the store applies to queries of the model with `fingerprint`, if any.
-pub fn record_for<'m>(manifest: &'m Manifest, fingerprint: &str) -> Option<&'m AdapterRecord> {
-    manifest.adapters.iter().find(|a| a.fingerprint == fingerprint)
 }
 
 /// Adapters read from stores, by blob name, shared by an engine and its readers.
@@ -224,7 +219,7 @@ impl AdapterCache {
                 Some(record) => Some(record.fingerprint.as_str()),
                 None => manifest.model_fingerprint.as_deref(),
             };
-            let Some(record) = fingerprint.and_then(|f| record_for(manifest, f)) else { continue };
+            let Some(record) = fingerprint.and_then(|f| manifest.adapter_for(f)) else { continue };
             let adapter = self.get(store, record)?;
             if adapter.dim() != q.len() {
                 return Err(Error::Invalid(format!(

@@ -127,6 +127,11 @@ pub fn adapt<S: StoreWrite>(
     opts: &AdaptOptions,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<AdaptReport, Error> {
+    if let Some(m) = opts.minutes.filter(|m| !(m.is_finite() && *m > 0.0)) {
+        return Err(Error::Invalid(format!(
+            "the time budget must be a positive number of minutes, not {m}"
+        )));
+    }
     let started = Instant::now();
     let models = engine.searcher()?.adaptable_models()?;
     if models.is_empty() {
@@ -143,7 +148,7 @@ pub fn adapt<S: StoreWrite>(
         .leaf_chunks;
     let leaves = usize::try_from(leaves).unwrap_or(usize::MAX);
     let (queries, made) = training_queries(&docs, leaves, opts)?;
-    let deadline = opts.minutes.map(|m| started + Duration::from_secs_f64(m.max(0.0) * 60.0));
+    let deadline = opts.minutes.map(|m| started + Duration::from_secs_f64(m * 60.0));
     let mut report = AdaptReport {
         documents: docs.len(),
         queries: made,
@@ -309,7 +314,7 @@ fn adapt_model<S: StoreWrite>(
     };
     let manifest =
         ckeep_store::StoreRead::manifest(engine.store()).map_err(ckeep_engine::Error::from)?;
-    if !out.applied && manifest.adapters.iter().any(|r| r.fingerprint == model.fingerprint) {
+    if !out.applied && manifest.adapter_for(&model.fingerprint).is_some() {
         out.verdict.push_str("; the store keeps the map it had (`--undo` removes it)");
     }
     Ok(out)

@@ -73,8 +73,7 @@ pub fn sources<S: StoreRead>(
     title_in_front: bool,
     heldout: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Source>, Error> {
-    let index: HashMap<&str, u32> =
-        docs.iter().enumerate().map(|(i, d)| (d.id.as_str(), i as u32)).collect();
+    let index = numbered(docs);
     let mut out = Vec::with_capacity(queries.len());
     for q in queries {
         let Some(&doc) = index.get(q.doc_id.as_str()) else { continue };
@@ -131,6 +130,11 @@ pub fn sources<S: StoreRead>(
     Ok(out)
 }
 
+/// Each document's number: its place in `docs`.
+fn numbered(docs: &[Document]) -> HashMap<&str, u32> {
+    docs.iter().enumerate().map(|(i, d)| (d.id.as_str(), i as u32)).collect()
+}
+
 /// A store's failure, as the engine reports it.
 fn stored(e: ckeep_store::Error) -> Error {
     ckeep_engine::Error::from(e).into()
@@ -183,8 +187,7 @@ pub fn pairs<S: StoreRead>(
 /// The stored vectors of `repr`, each row's document numbered as in `docs`.
 fn corpus<S: StoreRead>(store: &S, repr: &str, docs: &[Document]) -> Result<Corpus, Error> {
     let matrix = store.vectors(repr).map_err(stored)?;
-    let index: HashMap<&str, u32> =
-        docs.iter().enumerate().map(|(i, d)| (d.id.as_str(), i as u32)).collect();
+    let index = numbered(docs);
     let mut keys: Vec<_> = matrix.docs.clone();
     keys.sort_unstable();
     keys.dedup();
@@ -241,8 +244,7 @@ fn lexical_neighbours<S: StoreRead>(
     sources: &[Source],
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<Vec<Vec<u32>>, Error> {
-    let index: HashMap<&str, u32> =
-        docs.iter().enumerate().map(|(i, d)| (d.id.as_str(), i as u32)).collect();
+    let index = numbered(docs);
     let strategy: Strategy = format!("mode=bm25,level=doc,k={}", MINED + 4)
         .parse()
         .map_err(|e: ckeep_engine::Error| Error::Invalid(e.to_string()))?;
