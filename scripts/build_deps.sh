@@ -7,8 +7,9 @@ set -euo pipefail
 debs=()
 command -v g++ > /dev/null || debs+=(g++)
 command -v cmake > /dev/null || debs+=(cmake)
-compgen -G "/usr/lib/llvm-*/lib/libclang*.so*" > /dev/null \
-  || compgen -G "/usr/lib/*/libclang*.so*" > /dev/null || debs+=(libclang-dev)
+# libclang itself (bindgen loads it), not libclang-cpp, which other packages bring without it.
+compgen -G "/usr/lib/llvm-*/lib/libclang.so*" > /dev/null \
+  || compgen -G "/usr/lib/*/libclang-[0-9]*.so*" > /dev/null || debs+=(libclang-dev)
 [ ${#debs[@]} -gt 0 ] || exit 0
 echo "installing ${debs[*]} (Debian) to build llama.cpp" >&2
 sudo=$([ "$(id -u)" = 0 ] || echo sudo)

