@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Rust API docs: `cargo doc` of the workspace's crates with every rustdoc warning an error
-# (in CI the dependencies' metadata comes from the clippy run before it). Then the book: mdBook
+# (CI makes them in its build lane, after the build; see .ci/run). Then the book: mdBook
 # (installed once into target/tools with `cargo install`, pinned) builds docs/ into target/book,
 # failing on a page SUMMARY.md lists that does not exist; then every relative link and #anchor
 # of the README and the book must resolve, and every ```console block's commands must print what
