@@ -91,13 +91,15 @@ impl<S: StoreRead> Searcher<'_, S> {
         let models = crate::more_models::dense_models(&strategy, manifest)?;
         // The models first: one named that is not there is the model's error, whatever the
         // store holds.
-        let embedding = std::time::Instant::now();
-        let (queries, own) = if strategy.mode.needs_model() {
-            self.query_vectors(&strategy, &models, &req.query)?
+        // Only a model's call is timed: a BM25 search reports no embedding at all, not the
+        // microsecond a busy machine takes to skip it.
+        let (queries, own, embed) = if strategy.mode.needs_model() {
+            let embedding = std::time::Instant::now();
+            let (queries, own) = self.query_vectors(&strategy, &models, &req.query)?;
+            (queries, own, embedding.elapsed())
         } else {
-            (Vec::new(), None)
+            (Vec::new(), None, std::time::Duration::ZERO)
         };
-        let embed = embedding.elapsed();
         let summarizer = strategy.summarizer.as_ref().map(ToString::to_string);
         let reprs = strategy
             .repr
