@@ -1,7 +1,7 @@
 //! The binary runs on an x86-64 CPU without AVX, AVX2, FMA or F16C: QEMU's user-mode emulator
-//! with its Nehalem model (a 2008 CPU) runs `ckeep add` and a dense and a BM25 search with the
-//! real MiniLM model, so every kernel on those paths must choose its instruction set at run
-//! time. A build with a compile-time AVX2 baseline dies here with SIGILL (exit 132). Real tier:
+//! with its Nehalem model (a 2008 CPU) runs `ckeep add` of a few short documents and a dense
+//! and a BM25 search with the real MiniLM model, so every kernel on those paths must choose its
+//! instruction set at run time. A build with a compile-time AVX2 baseline dies here with SIGILL (exit 132). Real tier:
 //! needs `qemu-x86_64` (Debian's `qemu-user`, which scripts/test.sh installs).
 //!
 //! The binary is this build's (same target features as a release build; dependencies at
@@ -36,7 +36,7 @@ fn runs_on_a_cpu_without_avx2() {
         hwcaps.contains("x86-64-v2 (supported") && !hwcaps.contains("x86-64-v3 (supported"),
         "{hwcaps}"
     );
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus.jsonl");
+    let corpus = small_corpus(dir.path());
     let ckeep = std::env::var_os("CKEEP_PORTABLE_BIN")
         .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ckeep")), PathBuf::from);
     let s = store.to_str().unwrap();
@@ -58,4 +58,28 @@ fn runs_on_a_cpu_without_avx2() {
         let hits: serde_json::Value = serde_json::from_str(&found).unwrap();
         assert_eq!(hits["results"][0]["doc_id"], "owls", "{mode}: {found}");
     }
+}
+
+/// A few documents of the shared fixture, each cut to its first paragraph, written under `dir`:
+/// the emulated CPU runs the model about a hundred times slower than a real one (a tenth of a
+/// second per token), and a few short chunks in English, Chinese and Japanese take every kernel
+/// the whole fixture would (12 documents took 155 CPU-seconds to embed, the test's cost).
+fn small_corpus(dir: &Path) -> PathBuf {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus.jsonl");
+    let kept = ["owls", "larks", "bread", "河流", "桜"];
+    let lines: Vec<String> = std::fs::read_to_string(fixture)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|doc| kept.contains(&doc["id"].as_str().unwrap()))
+        .map(|mut doc| {
+            let first = doc["text"].as_str().unwrap().split("\n\n").next().unwrap().to_string();
+            doc["text"] = first.into();
+            doc.to_string()
+        })
+        .collect();
+    assert_eq!(lines.len(), kept.len());
+    let path = dir.join("corpus.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    path
 }
