@@ -1,8 +1,9 @@
 //! The binary runs on an x86-64 CPU without AVX, AVX2, FMA or F16C: QEMU's user-mode emulator
 //! with its Nehalem model (a 2008 CPU) runs `ckeep add` of a few short documents and a dense
 //! and a BM25 search with the real MiniLM model, so every kernel on those paths must choose its
-//! instruction set at run time. A build with a compile-time AVX2 baseline dies here with SIGILL (exit 132). Real tier:
-//! needs `qemu-x86_64` (Debian's `qemu-user`, which scripts/test.sh installs).
+//! instruction set at run time. A build with a compile-time AVX2 baseline dies here with SIGILL
+//! (exit 132). Real tier: needs `qemu-x86_64` (Debian's `qemu-user`, which scripts/test.sh
+//! installs).
 //!
 //! The binary is this build's (same target features as a release build; dependencies at
 //! opt-level 3), or the one `$CKEEP_PORTABLE_BIN` names: bench/portable.sh runs this test on
