@@ -14,8 +14,8 @@ mdbook="$PWD/target/tools/bin/mdbook"
 if ! "$mdbook" --version 2> /dev/null | grep -q "v$MDBOOK_VERSION"; then
   # Unoptimised and without debug info: it compiled in 47 s on a 2-core AMD EPYC (2026-12-03)
   # and still builds the book in 2 s; CI compiles it once per run, so its compile time counts.
-  CARGO_PROFILE_DEV_DEBUG=0 cargo install --quiet --locked --debug mdbook --version "$MDBOOK_VERSION" \
-    --no-default-features --features search --root "$PWD/target/tools"
+  CARGO_PROFILE_DEV_DEBUG=0 cargo install --quiet --locked --debug \
+    mdbook --version "$MDBOOK_VERSION" --no-default-features --features search --root "$PWD/target/tools"
 fi
 "$mdbook" build docs 2>&1 | { grep -Ev '^ ?INFO' || true; }
 test -f target/book/index.html

@@ -66,12 +66,9 @@ fn runs_on_a_cpu_without_avx2() {
 /// second per token), and a few short chunks in English, Chinese and Japanese take every kernel
 /// the whole fixture would (12 documents took 155 CPU-seconds to embed, the test's cost).
 fn small_corpus(dir: &Path) -> PathBuf {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus.jsonl");
     let kept = ["owls", "larks", "bread", "河流", "桜"];
-    let lines: Vec<String> = std::fs::read_to_string(fixture)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+    let lines: Vec<String> = ckeep_testkit::corpus_values()
+        .into_iter()
         .filter(|doc| kept.contains(&doc["id"].as_str().unwrap()))
         .map(|mut doc| {
             let first = doc["text"].as_str().unwrap().split("\n\n").next().unwrap().to_string();
