@@ -83,21 +83,35 @@ fn server_after_a_segment(dir: &Path, n: usize) -> (Engine<SqliteStore>, Engine<
 }
 
 /// Checks that `next` gives the top 10 `reader` gives for one in 997 of the first `docs`
-/// documents, never one of `removed` (the first 300), and finds each later one itself.
+/// documents, never one of `removed` (the first 300), and finds nearly every later one itself.
+///
+/// Nearly, not every: the graph is built by parallel inserts, so its links depend on how the
+/// threads interleave, and on a busy machine one walk in 26 has missed its own document (CI,
+/// 2026-12-03). A walk that reads the saved graphs wrongly misses most of them.
 fn answers_as(
     next: &Engine<SqliteStore>,
     reader: &Engine<SqliteStore>,
     docs: usize,
     removed: &[usize],
 ) {
+    let mut missed = Vec::new();
+    let mut asked = 0;
     for i in (0..docs).step_by(997) {
         let found = top10(next, i);
         assert_eq!(found, top10(reader, i), "query {i}");
         assert!(found.iter().all(|d| !removed.iter().any(|r| *d == format!("d{r}"))));
         if i >= 300 {
-            assert!(found.contains(&format!("d{i}")), "query {i}: {found:?}");
+            asked += 1;
+            if !found.contains(&format!("d{i}")) {
+                missed.push((i, found));
+            }
         }
     }
+    assert!(
+        missed.len() * 10 <= asked,
+        "{} of {asked} missed themselves: {missed:?}",
+        missed.len()
+    );
 }
 
 #[test]
