@@ -50,7 +50,7 @@ pub(crate) fn answers_to(embedder: &dyn Embedder, spec: &str) -> bool {
 }
 
 /// Whether model spec `spec` names the store's own model.
-fn is_own_model(manifest: &Manifest, spec: &str) -> bool {
+pub(crate) fn is_own_model(manifest: &Manifest, spec: &str) -> bool {
     let source = manifest.model_source.as_deref();
     manifest.model.as_deref().is_some_and(|n| names_model(spec, n, source.unwrap_or(n)))
 }

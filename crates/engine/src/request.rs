@@ -3,13 +3,15 @@
 
 use ckeep_core::{ChunkId, Location, Span};
 use ckeep_index::TermExplanation;
-use ckeep_store::MetadataFilter;
+use ckeep_store::{Manifest, MetadataFilter};
 use serde::Serialize;
 
 use crate::defaults::{MAX_K, MAX_QUERY_BYTES};
 use crate::error::{Error, Result};
+use crate::more_models::{dense_models, is_further_model, is_own_model};
 use crate::overrides::{StrategyFields, StrategyOverrides};
 use crate::strategy::Strategy;
+use crate::summarize::Summarizer;
 
 /// A search as every front end asks it: the query, the strategy as given (a whole spec, else
 /// the store's default, with parts laid over it: flags, JSON fields, keyword arguments), and
@@ -82,7 +84,7 @@ pub struct SearchLimits {
     /// Longest query, in bytes.
     pub max_query_bytes: usize,
     /// Whether requests come from remote clients, which must not make the engine call a
-    /// server (`rerank=URL`) or load a model they name.
+    /// server (`rerank=URL`) or load a model they name ([`SearchLimits::admit`]).
     pub remote: bool,
 }
 
@@ -111,11 +113,45 @@ impl SearchLimits {
                 strategy.k, self.max_k
             )));
         }
-        if strategy.rerank.is_some() && self.remote {
-            return Err(Error::Invalid(
-                "`rerank=` is not accepted over HTTP: the server does not call servers a client names"
-                    .into(),
-            ));
+        Ok(())
+    }
+
+    /// Refuses, for remote requests, every part of `strategy` that would make the engine call
+    /// a server or load a model or file the client names: a reranker (`rerank=URL`), a model
+    /// (`model=`, `models=`) other than the store's own or further ones, and a summarizer
+    /// other than one whose summaries the store holds (`summarizer=http:URL` or `llm:FILE`
+    /// would generate). The one rule of search, ask and evaluation alike: a client reaches
+    /// only what the operator configured. A local caller (`remote` false) is not limited.
+    pub fn admit(&self, strategy: &Strategy, manifest: &Manifest) -> Result<()> {
+        if !self.remote {
+            return Ok(());
+        }
+        let refuse = |part: &str| {
+            Err(Error::Invalid(format!(
+                "`{part}` is not accepted from a client: the server calls no server and loads no \
+                 model or file a request names, only what it was started with"
+            )))
+        };
+        if let Some(url) = &strategy.rerank {
+            return refuse(&format!("rerank={url}"));
+        }
+        // A model the store lacks among several is refused as for a local caller, with the
+        // command that adds its vectors.
+        if !strategy.extra_models.is_empty() {
+            dense_models(strategy, manifest)?;
+        }
+        let stores = |m: &str| is_own_model(manifest, m) || is_further_model(manifest, m);
+        if let Some(m) = strategy.model.as_deref().filter(|m| !stores(m)) {
+            return refuse(&format!("model={m}"));
+        }
+        if let Some(m) = strategy.extra_models.iter().find(|m| !stores(m)) {
+            return refuse(&format!("models=…+{m}"));
+        }
+        if let Some(sm) = &strategy.summarizer
+            && matches!(sm, Summarizer::Llm(_) | Summarizer::Http(_))
+            && !manifest.summarizers.contains(&sm.to_string())
+        {
+            return refuse(&format!("summarizer={sm}"));
         }
         Ok(())
     }

@@ -53,8 +53,16 @@ impl<'e, S: StoreRead> Searcher<'e, S> {
         req.parts.clone().apply(&mut strategy);
         let strategy = strategy.validate()?;
         self.engine.limits.check(&req.query, &strategy)?;
+        self.admit(&strategy)?;
         built_as(&strategy, &self.manifest)?;
         Ok(strategy)
+    }
+
+    /// Refuses what this engine's callers may not name in `strategy` (a server's clients:
+    /// rerankers, models and summarizers beyond the store's; [`crate::SearchLimits::admit`]).
+    /// Every strategy a remote request runs passes here, searched or evaluated.
+    pub fn admit(&self, strategy: &Strategy) -> Result<()> {
+        self.engine.limits.admit(strategy, &self.manifest)
     }
 
     /// `strategy` with the store's default representation when it names none.

@@ -68,16 +68,28 @@ struct ErrorWithId {
     request_id: Option<String>,
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let request_id = crate::request_id::current();
-        let id = request_id.as_deref().unwrap_or("-");
+impl ApiError {
+    /// The body a client may see: a 500's message (which may name files, hosts, database
+    /// errors or a remote server's own reply) goes to the log under the request id, and the
+    /// client gets that id instead. Every way an error leaves the server (a response, a
+    /// stream's `error` event, an evaluation's status) goes through here.
+    pub(crate) fn client_body(&self) -> ErrorBody {
         let mut body = self.body();
         if self.status == StatusCode::INTERNAL_SERVER_ERROR {
+            let request_id = crate::request_id::current();
+            let id = request_id.as_deref().unwrap_or("-");
             tracing::error!(request_id = %id, detail = %self.message, "internal error");
             body.message =
                 format!("internal error; the server log has the details under request id {id}");
         }
+        body
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = self.client_body();
+        let request_id = crate::request_id::current();
         let error = ErrorWithId { body, request_id };
         (self.status, axum::Json(ErrorAnswer { error })).into_response()
     }

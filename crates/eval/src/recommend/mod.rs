@@ -191,6 +191,7 @@ pub fn candidates<S: StoreRead>(
             }
         }
     }
+    let searcher = engine.map(Engine::searcher).transpose()?;
     let mut evaluated = Vec::with_capacity(offered.len());
     for s in &offered {
         let mut s = s.clone();
@@ -214,6 +215,11 @@ pub fn candidates<S: StoreRead>(
             return Err(Error::Invalid(format!(
                 "`{s}` needs a model: the store has none; give one (--model)"
             )));
+        }
+        // A server's candidates name only what its operator configured: no reranker, model
+        // or summarizer a client wrote is called or loaded by the runs.
+        if let Some(searcher) = &searcher {
+            searcher.admit(&s)?;
         }
         evaluated.push(s);
     }

@@ -87,7 +87,7 @@ pub(crate) async fn ask(
         let sink = Tokens(tx.clone());
         let last = match answer_with(&state, request, extractive, sink).await {
             Ok(answer) => Event::default().event("answer").json_data(&answer),
-            Err(e) => Event::default().event("error").json_data(e.body()),
+            Err(e) => Event::default().event("error").json_data(e.client_body()),
         };
         if let Ok(event) = last {
             let _ = tx.send(event);

@@ -243,8 +243,11 @@ async fn launch(
             let models = ckeep_engine::ModelSet::new(true);
             let mut load = |spec: &str| models.get(spec).map_err(ckeep_engine::Error::Embed);
             let ran = pool.install(|| plan.run(&mut load, &mut report));
-            let outcome =
-                ran.map(|found| (found, plan.offered().to_vec())).map_err(|e| e.to_string());
+            // As an error response would say it: a failure of ours (or of a model server the
+            // operator configured) is logged, and the status shows no remote reply.
+            let outcome = ran
+                .map(|found| (found, plan.offered().to_vec()))
+                .map_err(|e| ApiError::from(e).client_body().message);
             lock(&job).finish(outcome);
         })
         .map_err(|e| ApiError::internal(format!("cannot start the evaluation: {e}")))?;
