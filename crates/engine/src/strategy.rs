@@ -132,6 +132,20 @@ fn analyzer(value: &str) -> Result<ckeep_index::Analyzer, String> {
     value.parse()
 }
 
+/// Longest strategy spec: its parts are a line of `key=value`s; a longer one is a request
+/// meant to cost (and would be echoed whole in its error).
+pub const MAX_SPEC_BYTES: usize = 4096;
+
+/// Refuses a spec longer than [`MAX_SPEC_BYTES`], naming it by its start.
+fn too_long(spec: &str) -> Result<(), Error> {
+    if spec.len() <= MAX_SPEC_BYTES {
+        return Ok(());
+    }
+    let start: String = spec.chars().take(80).collect();
+    let message = format!("a strategy of {} bytes; at most {MAX_SPEC_BYTES}", spec.len());
+    Err(Error::Strategy { spec: format!("{start}…"), message })
+}
+
 /// Largest `oversample` accepted: beyond it rescoring reads more vectors than a scan would.
 const MAX_OVERSAMPLE: usize = 1_000;
 
@@ -162,6 +176,9 @@ impl Default for Strategy {
 }
 
 impl Strategy {
+    /// The keys a spec is made of (`KEY=VALUE`), for tools that write specs.
+    pub const KEYS: &'static [&'static str] = &KEYS;
+
     /// One line per key, for `--help`.
     pub const HELP: &'static str = "\
 chunker=SPEC   chunker the index must be built with (default: the store's)
@@ -391,6 +408,7 @@ impl FromStr for Strategy {
     type Err = Error;
 
     fn from_str(spec: &str) -> Result<Self, Error> {
+        too_long(spec)?;
         let err = |message: String| Error::Strategy { spec: spec.to_string(), message };
         let mut parts: Vec<(String, String)> = Vec::new();
         for raw in spec.split(',') {

@@ -12,35 +12,61 @@ use crate::pairs::sample;
 /// Most candidates a grid may expand to: each is a full evaluation run.
 pub const MAX_CANDIDATES: usize = 256;
 
+/// Longest grid spec (before its groups expand): a strategy is a line of `key=value` parts,
+/// and a spec past this is a request meant to cost, not a grid.
+pub const MAX_GRID_SPEC_BYTES: usize = 4096;
+
 /// The strategies a spec with `{a,b,…}` groups stands for: every combination, in order
-/// (`mode=hybrid:linear={0.3,0.5}` is two strategies). Groups do not nest.
+/// (`mode=hybrid:linear={0.3,0.5}` is two strategies). Groups do not nest. Read in one pass
+/// without recursion, and stopped as soon as the combinations pass [`MAX_CANDIDATES`].
 pub fn expand_grid(spec: &str) -> Result<Vec<String>, String> {
-    let Some(open) = spec.find('{') else {
-        if spec.contains('}') {
-            return Err(format!("`{spec}`: a `}}` without its `{{`"));
-        }
-        return Ok(vec![spec.to_string()]);
+    let shown = || -> String {
+        let start: String = spec.chars().take(80).collect();
+        if start.len() < spec.len() { format!("{start}…") } else { start }
     };
-    let close = spec[open..]
-        .find('}')
-        .map(|i| open + i)
-        .ok_or_else(|| format!("`{spec}`: a `{{` without its `}}`"))?;
-    let choices = &spec[open + 1..close];
-    if choices.contains('{') {
-        return Err(format!("`{spec}`: groups do not nest"));
+    if spec.len() > MAX_GRID_SPEC_BYTES {
+        return Err(format!(
+            "`{}`: a strategy grid of {} bytes; at most {MAX_GRID_SPEC_BYTES}",
+            shown(),
+            spec.len()
+        ));
     }
-    let rest = expand_grid(&spec[close + 1..])?;
-    let mut out = Vec::new();
-    for choice in choices.split(',') {
-        if choice.trim().is_empty() {
-            return Err(format!("`{spec}`: an empty choice in {{{choices}}}"));
-        }
-        for tail in &rest {
-            out.push(format!("{}{}{tail}", &spec[..open], choice.trim()));
-            if out.len() > MAX_CANDIDATES {
-                return Err(format!("`{spec}` expands to more than {MAX_CANDIDATES} strategies"));
+    let mut out = vec![String::new()];
+    let mut rest = spec;
+    while !rest.is_empty() {
+        let Some(open) = rest.find('{') else {
+            if rest.contains('}') {
+                return Err(format!("`{}`: a `}}` without its `{{`", shown()));
             }
+            for s in &mut out {
+                s.push_str(rest);
+            }
+            break;
+        };
+        let literal = &rest[..open];
+        if literal.contains('}') {
+            return Err(format!("`{}`: a `}}` without its `{{`", shown()));
         }
+        let close = rest[open..]
+            .find('}')
+            .map(|i| open + i)
+            .ok_or_else(|| format!("`{}`: a `{{` without its `}}`", shown()))?;
+        let choices = &rest[open + 1..close];
+        if choices.contains('{') {
+            return Err(format!("`{}`: groups do not nest", shown()));
+        }
+        let choices: Vec<&str> = choices.split(',').map(str::trim).collect();
+        if choices.iter().any(|c| c.is_empty()) {
+            return Err(format!("`{}`: an empty choice in {{{}}}", shown(), choices.join(",")));
+        }
+        if out.len().saturating_mul(choices.len()) > MAX_CANDIDATES {
+            return Err(format!("`{}` expands to more than {MAX_CANDIDATES} strategies", shown()));
+        }
+        out = out
+            .iter()
+            .flat_map(|head| choices.iter().map(move |c| format!("{head}{literal}{c}")))
+            .collect();
+        rest = &rest[close + 1..];
     }
     Ok(out)
 }
@@ -162,6 +188,14 @@ mod tests {
         }
         let huge = "a={1,2,3,4,5,6,7,8,9},b={1,2,3,4,5,6,7,8,9},c={1,2,3,4}";
         assert!(expand_grid(huge).unwrap_err().contains("more than"));
+        // 100,000 one-choice groups (a request meant to cost): refused by length, and the
+        // error names the spec by its start only.
+        let hostile = format!("k=1{}", "{1}".repeat(100_000));
+        let err = expand_grid(&hostile).unwrap_err();
+        assert!(err.contains("at most 4096") && err.len() < 300, "{err}");
+        // Groups up to the bound expand without recursion.
+        let many = format!("k=1{}", "{0}".repeat(1_300));
+        assert_eq!(expand_grid(&many).unwrap(), [format!("k=1{}", "0".repeat(1_300))]);
     }
 
     #[test]

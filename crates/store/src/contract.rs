@@ -559,6 +559,18 @@ pub fn filter_operators(store: &mut dyn StoreWrite) {
     ] {
         cases.push(serde_json::from_value(raw).unwrap());
     }
+    // The widest and deepest filters the bounds let through are still SQL the database takes
+    // (a flat OR of a thousand parts was past SQLite's expression depth).
+    let wide: Vec<_> =
+        (0..crate::MAX_FILTER_CONDITIONS).map(|i| json!({"year": 1000 + i})).collect();
+    let values: Vec<_> = (0..crate::MAX_FILTER_VALUES).map(|i| json!(i + 1000)).collect();
+    let mut deep = json!({"lang": "zh"});
+    for _ in 0..crate::MAX_FILTER_DEPTH {
+        deep = json!({"$and": [deep, {"path": {"$prefix": "文档"}}]});
+    }
+    for raw in [json!({"$or": wide}), json!({"year": {"$in": values}}), deep] {
+        cases.push(serde_json::from_value(raw).unwrap());
+    }
     for filter in cases {
         let keys = store.doc_keys_where(&filter).unwrap();
         let got = store.doc_ids_by_key(&keys).unwrap();

@@ -24,6 +24,20 @@ use serde_json::{Map, Value};
 #[serde(transparent)]
 pub struct MetadataFilter(pub Map<String, Value>);
 
+/// Deepest nesting of `$and`, `$or` and `$not` (and of parentheses and `not` in the compact
+/// form) a filter may have. Every walk of a filter recurses along its nesting, so the bound is
+/// what keeps a hostile filter (`((((…` 10,000 deep) from overflowing a thread's stack.
+pub const MAX_FILTER_DEPTH: usize = 32;
+
+/// Most conditions (a key's test, or an empty branch of `$and`/`$or`) in one filter. A wider one
+/// would only cost the database its expression limits; Elasticsearch's long-standing clause
+/// limit was about this size.
+pub const MAX_FILTER_CONDITIONS: usize = 1_024;
+
+/// Most values in all of a filter's lists together (`$in`, `$nin`, `KEY: [A, B]`): each is one
+/// bound SQL parameter, and SQLite takes at most 32,766 in a statement.
+pub const MAX_FILTER_VALUES: usize = 10_000;
+
 /// Operators on a key's value.
 const OPERATORS: [&str; 11] =
     ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$prefix", "$contains"];
@@ -52,7 +66,7 @@ impl MetadataFilter {
     /// That every operator is known and has a value of the right kind; the error names the
     /// place (`filter.$or[1].year.$gte`).
     pub fn check(&self) -> Result<(), String> {
-        check_object(&self.0, "filter")
+        check_object(&self.0, "filter", &mut Budget::default(), 0)
     }
 
     /// All of `filters` (an empty list: every document).
@@ -86,7 +100,10 @@ impl MetadataFilter {
         conditions: impl IntoIterator<Item = &'a str>,
     ) -> Result<Self, String> {
         let parsed = conditions.into_iter().map(Self::parse).collect::<Result<Vec<_>, _>>()?;
-        Ok(Self::all(parsed))
+        // Each was within the bounds; together they must be too.
+        let all = Self::all(parsed);
+        all.check()?;
+        Ok(all)
     }
 }
 
@@ -264,24 +281,77 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe
 }
 
-fn check_object(filter: &Map<String, Value>, at: &str) -> Result<(), String> {
+/// What a filter has used of its bounds so far, while it is checked.
+#[derive(Default)]
+struct Budget {
+    conditions: usize,
+    values: usize,
+}
+
+impl Budget {
+    fn condition(&mut self, at: &str) -> Result<(), String> {
+        self.conditions += 1;
+        if self.conditions > MAX_FILTER_CONDITIONS {
+            return Err(format!(
+                "`{at}`: the filter has more than {MAX_FILTER_CONDITIONS} conditions; narrow it \
+                 with fewer, or with `$in` lists"
+            ));
+        }
+        Ok(())
+    }
+
+    fn values(&mut self, want: &Value, at: &str) -> Result<(), String> {
+        let lists = match want {
+            Value::Array(list) => list.len(),
+            Value::Object(ops) => ops.values().filter_map(Value::as_array).map(Vec::len).sum(),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => 0,
+        };
+        self.values += lists;
+        if self.values > MAX_FILTER_VALUES {
+            return Err(format!(
+                "`{at}`: the filter's lists hold more than {MAX_FILTER_VALUES} values in all"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks `filter`, found `depth` levels of `$and`/`$or`/`$not` deep, against the operators
+/// and the bounds; `budget` counts across the whole filter.
+fn check_object(
+    filter: &Map<String, Value>,
+    at: &str,
+    budget: &mut Budget,
+    depth: usize,
+) -> Result<(), String> {
     for (key, want) in filter {
         let here = format!("{at}.{key}");
+        let nested = matches!(key.as_str(), "$and" | "$or" | "$not");
+        if nested && depth >= MAX_FILTER_DEPTH {
+            return Err(format!(
+                "`{here}`: the filter nests `$and`, `$or` and `$not` more than \
+                 {MAX_FILTER_DEPTH} deep"
+            ));
+        }
         match key.as_str() {
             "$and" | "$or" => {
                 let list =
                     want.as_array().ok_or_else(|| format!("`{here}` must be a list of filters"))?;
                 for (i, f) in list.iter().enumerate() {
-                    let f = f
-                        .as_object()
-                        .ok_or_else(|| format!("`{here}[{i}]` must be a filter object"))?;
-                    check_object(f, &format!("{here}[{i}]"))?;
+                    let here = format!("{here}[{i}]");
+                    let f =
+                        f.as_object().ok_or_else(|| format!("`{here}` must be a filter object"))?;
+                    // An empty branch tests nothing, but a list of them still costs SQL.
+                    if f.is_empty() {
+                        budget.condition(&here)?;
+                    }
+                    check_object(f, &here, budget, depth + 1)?;
                 }
             }
             "$not" => {
                 let f =
                     want.as_object().ok_or_else(|| format!("`{here}` must be a filter object"))?;
-                check_object(f, &here)?;
+                check_object(f, &here, budget, depth + 1)?;
             }
             k if k.starts_with('$') => {
                 return Err(format!(
@@ -289,7 +359,11 @@ fn check_object(filter: &Map<String, Value>, at: &str) -> Result<(), String> {
                      metadata key"
                 ));
             }
-            _ => check_operators(want, &here)?,
+            _ => {
+                budget.condition(&here)?;
+                budget.values(want, &here)?;
+                check_operators(want, &here)?;
+            }
         }
     }
     Ok(())

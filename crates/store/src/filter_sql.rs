@@ -215,11 +215,18 @@ impl Pushdown {
     }
 }
 
-fn join(parts: Vec<String>, op: &str) -> String {
+/// `parts` joined by `op` as a balanced tree: a flat `a OR b OR …` of a thousand parts is an
+/// expression a thousand deep to SQLite, past its limit (1,000), where halves nest only
+/// log₂ of the parts deep.
+fn join(mut parts: Vec<String>, op: &str) -> String {
     match parts.len() {
         0 => TRUE.into(),
-        1 => parts.into_iter().next().unwrap_or_default(),
-        _ => format!("({})", parts.join(&format!("){op}("))),
+        1 => parts.pop().unwrap_or_default(),
+        2..=8 => format!("({})", parts.join(&format!("){op}("))),
+        n => {
+            let right = parts.split_off(n / 2);
+            format!("({}){op}({})", join(parts, op), join(right, op))
+        }
     }
 }
 

@@ -109,3 +109,40 @@ fn a_bad_compact_filter_names_where_it_stopped() {
     assert!(err("=3").contains("at character 1: expected a metadata key"));
     assert!(err("lang not zh").contains("expected `in` after `not`"));
 }
+
+#[test]
+fn deep_wide_and_long_filters_are_refused_before_they_cost_a_stack() {
+    use crate::{MAX_FILTER_CONDITIONS, MAX_FILTER_DEPTH};
+    // The compact form: 20 KB of parentheses, or `not` 10,000 times, read on a small stack.
+    let run = |text: String| {
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || MetadataFilter::parse(&text).map(|_| ()))
+            .unwrap()
+            .join()
+            .expect("the parser returned instead of overflowing its stack")
+    };
+    let parens = format!("{}lang=en{}", "(".repeat(10_000), ")".repeat(10_000));
+    assert!(run(parens).unwrap_err().contains("nest more than 32 deep"));
+    assert!(run(format!("{}lang=en", "not ".repeat(10_000))).unwrap_err().contains("32 deep"));
+    // At the bound it reads.
+    let ok = format!("{}lang=en{}", "(".repeat(MAX_FILTER_DEPTH), ")".repeat(MAX_FILTER_DEPTH));
+    assert!(run(ok).is_ok());
+    let wide = vec!["a=1"; MAX_FILTER_CONDITIONS + 1].join(" or ");
+    assert!(run(wide).unwrap_err().contains("more than 1024 conditions"));
+    let long = format!("title={}", "x".repeat(70_000));
+    assert!(run(long).unwrap_err().contains("at most 65536"));
+    // The JSON form: as deep as serde reads (128), or as wide as a request may be.
+    let mut deep = json!({"lang": "en"});
+    for _ in 0..=MAX_FILTER_DEPTH {
+        deep = json!({"$not": deep});
+    }
+    let err = serde_json::from_value::<MetadataFilter>(deep).unwrap_err().to_string();
+    assert!(err.contains("more than 32 deep"), "{err}");
+    let terms: Vec<_> = (0..40_000).map(|i| json!({"k": i})).collect();
+    let err = serde_json::from_value::<MetadataFilter>(json!({"$or": terms})).unwrap_err();
+    assert!(err.to_string().contains("more than 1024 conditions"), "{err}");
+    let values: Vec<_> = (0..10_001).collect();
+    let err = serde_json::from_value::<MetadataFilter>(json!({"k": {"$in": values}})).unwrap_err();
+    assert!(err.to_string().contains("more than 10000 values"), "{err}");
+}

@@ -16,6 +16,7 @@
 use serde_json::{Map, Value};
 
 use crate::MetadataFilter;
+use crate::filter::{MAX_FILTER_CONDITIONS, MAX_FILTER_DEPTH};
 
 /// What [`MetadataFilter::parse`] accepts, for `--help` and the playground.
 pub const FILTER_HELP: &str = "Only documents whose metadata passes: `KEY=VALUE` (equal, or a \
@@ -30,7 +31,14 @@ impl MetadataFilter {
 
     /// Reads the compact form (see the module docs).
     pub fn parse(text: &str) -> Result<MetadataFilter, String> {
-        let mut p = Parser { text, at: 0 };
+        if text.len() > MAX_FILTER_TEXT_BYTES {
+            return Err(format!(
+                "the filter is {} bytes; the compact form takes at most {MAX_FILTER_TEXT_BYTES} \
+                 (a longer one is a JSON filter)",
+                text.len()
+            ));
+        }
+        let mut p = Parser { text, at: 0, depth: 0, conditions: 0 };
         let filter = p.or()?;
         p.space();
         if p.at < text.len() {
@@ -45,7 +53,16 @@ impl MetadataFilter {
 struct Parser<'a> {
     text: &'a str,
     at: usize,
+    /// Parentheses and `not`s open around the place being read: the parser recurses on each,
+    /// so it stops at [`MAX_FILTER_DEPTH`] instead of at the end of the thread's stack.
+    depth: usize,
+    /// Conditions read so far, stopped at [`MAX_FILTER_CONDITIONS`] before the rest is read.
+    conditions: usize,
 }
+
+/// Longest filter in the compact form: each condition looks ahead for where its value ends,
+/// so the reading time grows with conditions × length, and a typed filter is short.
+pub const MAX_FILTER_TEXT_BYTES: usize = 64 * 1024;
 
 /// Comparison operators, longest first so `>=` is not read as `>`.
 const COMPARISONS: [(&str, &str); 8] = [
@@ -71,7 +88,10 @@ impl Parser<'_> {
 
     fn error(&self, what: &str) -> String {
         let column = self.text[..self.at].chars().count() + 1;
-        format!("filter `{}`: at character {column}: {what}", self.text)
+        // A long filter is named by its start, not echoed whole.
+        let shown: String = self.text.chars().take(80).collect();
+        let more = if shown.len() < self.text.len() { "…" } else { "" };
+        format!("filter `{shown}{more}`: at character {column}: {what}")
     }
 
     /// Takes the keyword `word` (any case) when it stands alone next.
@@ -108,13 +128,13 @@ impl Parser<'_> {
 
     fn unary(&mut self) -> Result<Map<String, Value>, String> {
         if self.keyword("not") {
-            let inner = self.unary()?;
+            let inner = self.nested(Self::unary)?;
             return Ok(Map::from_iter([("$not".to_string(), Value::Object(inner))]));
         }
         self.space();
         if self.rest().starts_with('(') {
             self.at += 1;
-            let inner = self.or()?;
+            let inner = self.nested(Self::or)?;
             self.space();
             if !self.rest().starts_with(')') {
                 return Err(self.error("expected `)`"));
@@ -125,7 +145,26 @@ impl Parser<'_> {
         self.condition()
     }
 
+    /// `read` one level deeper, unless that is deeper than a filter may nest.
+    fn nested(
+        &mut self,
+        read: fn(&mut Self) -> Result<Map<String, Value>, String>,
+    ) -> Result<Map<String, Value>, String> {
+        if self.depth >= MAX_FILTER_DEPTH {
+            return Err(self
+                .error(&format!("parentheses and `not` nest more than {MAX_FILTER_DEPTH} deep")));
+        }
+        self.depth += 1;
+        let inner = read(self);
+        self.depth -= 1;
+        inner
+    }
+
     fn condition(&mut self) -> Result<Map<String, Value>, String> {
+        self.conditions += 1;
+        if self.conditions > MAX_FILTER_CONDITIONS {
+            return Err(self.error(&format!("more than {MAX_FILTER_CONDITIONS} conditions")));
+        }
         self.space();
         let key_len = self
             .rest()

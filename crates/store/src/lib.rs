@@ -41,8 +41,8 @@ mod types;
 pub use any::{
     DynStore, discard_staged, is_postgres_url, open, open_or_create, replace, staging_location,
 };
-pub use filter::MetadataFilter;
-pub use filter_text::FILTER_HELP;
+pub use filter::{MAX_FILTER_CONDITIONS, MAX_FILTER_DEPTH, MAX_FILTER_VALUES, MetadataFilter};
+pub use filter_text::{FILTER_HELP, MAX_FILTER_TEXT_BYTES};
 #[cfg(feature = "postgres")]
 pub use pg::PgStore;
 pub use sqlite::SqliteStore;
