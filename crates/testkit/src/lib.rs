@@ -6,6 +6,7 @@
 #![allow(clippy::missing_panics_doc)] // fixtures panic on a broken test environment, by design
 
 pub mod llama_server;
+pub mod pdf;
 
 use std::path::{Path, PathBuf};
 

@@ -7,7 +7,6 @@
 //! HTML path against the page source; PDF pages against pypdf). Broken files are named errors
 //! that `--keep-going` skips.
 
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -199,30 +198,13 @@ fn pdf_pages_in_english_and_french() {
 /// A well-formed one-page PDF whose page draws nothing: what a scan without OCR looks like to a
 /// text extractor.
 fn textless_pdf() -> Vec<u8> {
-    let objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-        "<< /Length 0 >>\nstream\n\nendstream",
-    ];
-    let mut pdf = String::from("%PDF-1.4\n");
-    let mut offsets = Vec::new();
-    for (i, object) in objects.iter().enumerate() {
-        offsets.push(pdf.len());
-        write!(pdf, "{} 0 obj\n{object}\nendobj\n", i + 1).unwrap();
-    }
-    let xref = pdf.len();
-    write!(pdf, "xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).unwrap();
-    for offset in offsets {
-        writeln!(pdf, "{offset:010} 00000 n ").unwrap();
-    }
-    write!(
-        pdf,
-        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-        objects.len() + 1
-    )
-    .unwrap();
-    pdf.into_bytes()
+    use ckeep_testkit::pdf::{pdf, stream};
+    pdf(&[
+        "<< /Type /Catalog /Pages 2 0 R >>".into(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".into(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>".into(),
+        stream("", ""),
+    ])
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use roxmltree::{Document, Node};
 
-use super::archive::{self, Archive};
+use super::archive::{self, Archive, Inflation};
 use super::blocks::{Blocks, collapse_whitespace};
 
 const W: &str = "http://schemas.openxmlformats.org/wordprocessingml/2006/main";
@@ -24,29 +24,30 @@ pub(crate) struct Word {
     pub blocks: Blocks,
 }
 
-/// Reads a DOCX's bytes; a part may inflate to at most `max_bytes`.
+/// Reads a DOCX's bytes; its parts may inflate to at most `max_bytes` in all.
 pub(crate) fn word(bytes: &[u8], max_bytes: u64) -> Result<Word, String> {
     let mut zip = archive::open(bytes, "a DOCX")?;
+    let budget = &mut Inflation::new(max_bytes);
     if zip.by_name("EncryptionInfo").is_ok() || zip.by_name("EncryptedPackage").is_ok() {
         return Err("password-protected (encrypted) document".into());
     }
-    let main = main_part(&mut zip, max_bytes)?;
+    let main = main_part(&mut zip, budget)?;
     let folder = main.rsplit_once('/').map_or("", |(dir, _)| dir);
     // Without readable styles, headings are known by outline levels alone.
-    let styles = archive::member(&mut zip, &format!("{folder}/styles.xml"), max_bytes)
+    let styles = archive::member(&mut zip, &format!("{folder}/styles.xml"), budget)
         .ok()
         .and_then(|xml| heading_styles(&xml).ok())
         .unwrap_or_default();
-    let xml = archive::member(&mut zip, &main, max_bytes)?;
+    let xml = archive::member(&mut zip, &main, budget)?;
     let doc = archive::xml(&xml, &main)?;
     let body = doc
         .root_element()
         .children()
         .find(|n| is(*n, "body"))
         .ok_or_else(|| format!("{main} has no w:body"))?;
-    let mut reader = Reader { styles: &styles, blocks: Blocks::default() };
+    let mut reader = Reader { styles: &styles, blocks: Blocks::default(), steps: HashMap::new() };
     reader.container(body);
-    let title = archive::member(&mut zip, "docProps/core.xml", max_bytes)
+    let title = archive::member(&mut zip, "docProps/core.xml", budget)
         .ok()
         .and_then(|core| {
             let doc = Document::parse(&core).ok()?;
@@ -58,8 +59,8 @@ pub(crate) fn word(bytes: &[u8], max_bytes: u64) -> Result<Word, String> {
 }
 
 /// The main document part's name, from the package relationships (`word/document.xml`).
-fn main_part(zip: &mut Archive<'_>, max_bytes: u64) -> Result<String, String> {
-    let rels = archive::member(zip, "_rels/.rels", max_bytes)?;
+fn main_part(zip: &mut Archive<'_>, budget: &mut Inflation) -> Result<String, String> {
+    let rels = archive::member(zip, "_rels/.rels", budget)?;
     let doc = archive::xml(&rels, "_rels/.rels")?;
     let target = doc
         .descendants()
@@ -133,6 +134,9 @@ fn heading_styles(xml: &str) -> Result<HashMap<String, Role>, String> {
 struct Reader<'s> {
     styles: &'s HashMap<String, Role>,
     blocks: Blocks,
+    /// Path steps (`w:p[3]`) of the elements met so far, each parent's children counted once:
+    /// counting a paragraph's same-named siblings anew for each made a flat body quadratic.
+    steps: HashMap<roxmltree::NodeId, String>,
 }
 
 impl Reader<'_> {
@@ -166,7 +170,7 @@ impl Reader<'_> {
             return;
         }
         let text = paragraph_text(p);
-        let path = xpath(p);
+        let path = self.xpath(p);
         match role {
             Some(Role::Heading(level)) if !text.is_empty() => {
                 let line = format!("{} {}", "#".repeat(level.clamp(1, 6)), text.replace('\n', " "));
@@ -197,7 +201,8 @@ impl Reader<'_> {
             if cells.iter().all(String::is_empty) {
                 continue;
             }
-            self.blocks.push(&format!("| {} |", cells.join(" | ")), &xpath(row), !first);
+            let path = self.xpath(row);
+            self.blocks.push(&format!("| {} |", cells.join(" | ")), &path, !first);
             first = false;
         }
     }
@@ -235,93 +240,46 @@ fn paragraph_text(p: Node<'_, '_>) -> String {
     lines.join("\n").trim().to_string()
 }
 
-/// `/w:document/w:body/w:tbl[2]/w:tr[3]`: positions only where siblings share the name.
-fn xpath(node: Node<'_, '_>) -> String {
-    // `ancestors` starts at the node itself.
-    let mut steps: Vec<String> = node
-        .ancestors()
-        .filter(Node::is_element)
-        .map(|n| {
-            let name = n.tag_name().name();
-            let prefix = if n.tag_name().namespace() == Some(W) { "w:" } else { "" };
-            let same = |s: &Node<'_, '_>| s.tag_name() == n.tag_name();
-            let before = n.prev_siblings().skip(1).filter(same).count();
-            let after = n.next_siblings().skip(1).filter(same).count();
-            if before + after == 0 {
+impl Reader<'_> {
+    /// `/w:document/w:body/w:tbl[2]/w:tr[3]`: positions only where siblings share the name.
+    fn xpath(&mut self, node: Node<'_, '_>) -> String {
+        // `ancestors` starts at the node itself.
+        let mut steps: Vec<String> = Vec::new();
+        for n in node.ancestors().filter(Node::is_element) {
+            if !self.steps.contains_key(&n.id()) {
+                self.count_siblings(n);
+            }
+            steps.push(self.steps.get(&n.id()).cloned().unwrap_or_default());
+        }
+        steps.reverse();
+        format!("/{}", steps.join("/"))
+    }
+
+    /// The step of `node` and of every element beside it, in one pass over their parent.
+    fn count_siblings(&mut self, node: Node<'_, '_>) {
+        fn key<'a, 'i: 'a>(s: &Node<'a, 'i>) -> (Option<&'a str>, &'a str) {
+            (s.tag_name().namespace(), s.tag_name().name())
+        }
+        let siblings: Vec<Node<'_, '_>> = match node.parent() {
+            Some(parent) => parent.children().filter(Node::is_element).collect(),
+            None => vec![node],
+        };
+        let mut totals: HashMap<(Option<&str>, &str), usize> = HashMap::new();
+        for s in &siblings {
+            *totals.entry(key(s)).or_default() += 1;
+        }
+        let mut seen: HashMap<(Option<&str>, &str), usize> = HashMap::new();
+        for s in siblings {
+            let name = s.tag_name().name();
+            let prefix = if s.tag_name().namespace() == Some(W) { "w:" } else { "" };
+            let before = seen.entry(key(&s)).or_default();
+            let step = if totals[&key(&s)] == 1 {
                 format!("{prefix}{name}")
             } else {
-                format!("{prefix}{name}[{}]", before + 1)
-            }
-        })
-        .collect();
-    steps.reverse();
-    format!("/{}", steps.join("/"))
-}
-
-#[cfg(test)]
-mod tests {
-    use std::io::{Cursor, Write};
-
-    use ckeep_core::{SourceMap, Span};
-
-    use super::*;
-
-    fn docx(document: &str, styles: &str) -> Vec<u8> {
-        let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        let opts = zip::write::SimpleFileOptions::default();
-        let rels = r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#;
-        for (name, text) in
-            [("_rels/.rels", rels), ("word/document.xml", document), ("word/styles.xml", styles)]
-        {
-            zip.start_file(name, opts).unwrap();
-            zip.write_all(text.as_bytes()).unwrap();
+                format!("{prefix}{name}[{}]", *before + 1)
+            };
+            *before += 1;
+            self.steps.insert(s.id(), step);
         }
-        zip.finish().unwrap().into_inner()
-    }
-
-    #[test]
-    fn headings_lists_tables_and_paths() {
-        let w = r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main""#;
-        let styles = format!(
-            r#"<w:styles {w}><w:style w:type="paragraph" w:styleId="Titre1"><w:name w:val="heading 1"/></w:style>
-            <w:style w:type="paragraph" w:styleId="Sub"><w:name w:val="Sub"/><w:basedOn w:val="Titre1"/></w:style>
-            <w:style w:type="paragraph" w:styleId="TM1"><w:name w:val="toc 1"/></w:style></w:styles>"#
-        );
-        let document = format!(
-            r#"<w:document {w}><w:body>
-            <w:p><w:pPr><w:pStyle w:val="TM1"/></w:pPr><w:r><w:t>Contents 3</w:t></w:r></w:p>
-            <w:p><w:pPr><w:pStyle w:val="Titre1"/></w:pPr><w:r><w:t>Orbits</w:t></w:r></w:p>
-            <w:p><w:r><w:t xml:space="preserve">A satellite </w:t></w:r><w:del><w:r><w:delText>not</w:delText></w:r></w:del><w:r><w:t>moves.</w:t><w:tab/><w:t>茶</w:t></w:r></w:p>
-            <w:p><w:pPr><w:numPr><w:ilvl w:val="0"/></w:numPr></w:pPr><w:r><w:t>first</w:t></w:r></w:p>
-            <w:tbl><w:tr><w:tc><w:p><w:r><w:t>Name</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>Value</w:t></w:r></w:p></w:tc></w:tr>
-            <w:tr><w:tc><w:p><w:r><w:t>a|b</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>1</w:t></w:r></w:p></w:tc></w:tr></w:tbl>
-            <w:p><w:pPr><w:pStyle w:val="Sub"/></w:pPr><w:r><w:t>Based on a heading</w:t></w:r></w:p>
-            </w:body></w:document>"#
-        );
-        let word = word(&docx(&document, &styles), 1 << 20).unwrap();
-        let (text, metadata) = word.blocks.finish();
-        assert_eq!(
-            text,
-            "# Orbits\n\nA satellite moves. 茶\n\n- first\n\n| Name | Value |\n| a\\|b | 1 |\n\n# Based on a heading"
-        );
-        let map = SourceMap::of(&metadata).unwrap();
-        let at = |needle: &str| {
-            let start = text.find(needle).unwrap();
-            map.locate(Span::new(start, start + 1)).element.unwrap()
-        };
-        assert_eq!(at("A satellite"), "/w:document/w:body/w:p[3]");
-        assert_eq!(at("| a"), "/w:document/w:body/w:tbl/w:tr[2]");
-    }
-
-    #[test]
-    fn broken_documents_are_named_errors() {
-        assert!(word(b"PK\x03\x04 truncated", 1 << 20).err().unwrap().contains("not a DOCX"));
-        let no_body = docx(
-            r#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>"#,
-            "",
-        );
-        assert!(word(&no_body, 1 << 20).err().unwrap().contains("no w:body"));
-        let bad_xml = docx("<w:document", "");
-        assert!(word(&bad_xml, 1 << 20).err().unwrap().contains("word/document.xml"));
     }
 }

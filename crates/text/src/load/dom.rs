@@ -10,10 +10,21 @@ use html5ever::interface::tree_builder::{ElementFlags, NodeOrText, QuirksMode, T
 use html5ever::tendril::{StrTendril, TendrilSink};
 use html5ever::{Attribute, QualName, parse_document};
 
+/// Deepest element nesting a page may have. Browsers stop nesting near here too (Blink at
+/// 512); the readers walk a page by recursion and name each block by its path from the root,
+/// so a page 50,000 deep (1 KB zipped in an EPUB) would cost the stack and gigabytes of paths.
+pub(crate) const MAX_DEPTH: usize = 256;
+
+/// The page is read in pieces this large, so a page that is too deep stops early.
+const PIECE_BYTES: usize = 16 * 1024;
+
 /// A parsed page; node 0 is the document.
 #[derive(Debug)]
 pub(crate) struct Dom {
     nodes: Vec<Node>,
+    /// Per node: how many earlier siblings share its element name, and how many share it in
+    /// all (itself included), counted once for the whole page so a path step costs nothing.
+    same_named: Vec<(usize, usize)>,
 }
 
 #[derive(Debug)]
@@ -21,6 +32,9 @@ struct Node {
     parent: Option<usize>,
     children: Vec<usize>,
     kind: Kind,
+    /// Levels below the document when the node was placed (text nodes count; the tree
+    /// builder may move a node later).
+    depth: usize,
 }
 
 /// What a node is; comments, processing instructions and template contents are `Other`.
@@ -50,9 +64,63 @@ impl Element {
 }
 
 impl Dom {
-    /// Parses `html` as a browser would.
-    pub(crate) fn parse(html: &str) -> Dom {
-        parse_document(Sink::default(), html5ever::ParseOpts::default()).one(html)
+    /// Parses `html` as a browser would; a page nested deeper than [`MAX_DEPTH`] is an error,
+    /// found as soon as its reading passes that depth.
+    pub(crate) fn parse(html: &str) -> Result<Dom, String> {
+        let too_deep = || format!("its elements nest more than {MAX_DEPTH} deep");
+        let mut parser = parse_document(Sink::default(), html5ever::ParseOpts::default());
+        let mut rest = html;
+        while !rest.is_empty() {
+            let mut end = rest.len().min(PIECE_BYTES);
+            while !rest.is_char_boundary(end) {
+                end += 1;
+            }
+            parser.process(StrTendril::from_slice(&rest[..end]));
+            rest = &rest[end..];
+            if parser.tokenizer.sink.sink.deepest.get() > MAX_DEPTH {
+                return Err(too_deep());
+            }
+        }
+        let mut dom = parser.finish();
+        // The tree builder moves nodes (misnested tags); the depth that counts is the final one.
+        if dom.depth() > MAX_DEPTH {
+            return Err(too_deep());
+        }
+        dom.same_named = dom.count_same_named();
+        Ok(dom)
+    }
+
+    /// The deepest node's depth, by an explicit stack.
+    fn depth(&self) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(Self::ROOT, 0)];
+        while let Some((id, depth)) = stack.pop() {
+            deepest = deepest.max(depth);
+            stack.extend(self.nodes[id].children.iter().map(|&c| (c, depth + 1)));
+        }
+        deepest
+    }
+
+    /// [`Dom::same_named`] for every node, in one pass over each node's children.
+    fn count_same_named(&self) -> Vec<(usize, usize)> {
+        let mut counts = vec![(0, 0); self.nodes.len()];
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for node in &self.nodes {
+            seen.clear();
+            for &child in &node.children {
+                if let Some(e) = self.element(child) {
+                    let n = seen.entry(e.name.as_str()).or_default();
+                    counts[child].0 = *n;
+                    *n += 1;
+                }
+            }
+            for &child in &node.children {
+                if let Some(e) = self.element(child) {
+                    counts[child].1 = seen[e.name.as_str()];
+                }
+            }
+        }
+        counts
     }
 
     pub(crate) const ROOT: usize = 0;
@@ -75,10 +143,6 @@ impl Dom {
 
     pub(crate) fn children(&self, id: usize) -> &[usize] {
         &self.nodes[id].children
-    }
-
-    pub(crate) fn parent(&self, id: usize) -> Option<usize> {
-        self.nodes[id].parent
     }
 
     /// `id` and everything below it, in document order.
@@ -108,11 +172,8 @@ impl Dom {
 
     /// The elements before and after `id` among its siblings that share its name.
     pub(crate) fn same_named_siblings(&self, id: usize) -> (usize, usize) {
-        let (Some(parent), Some(e)) = (self.parent(id), self.element(id)) else { return (0, 0) };
-        let siblings = self.children(parent);
-        let at = siblings.iter().position(|&s| s == id).unwrap_or_default();
-        let same = |s: &&usize| self.is(**s, &e.name);
-        (siblings[..at].iter().filter(same).count(), siblings[at + 1..].iter().filter(same).count())
+        let (before, all) = self.same_named[id];
+        (before, all.saturating_sub(before + 1))
     }
 }
 
@@ -121,6 +182,8 @@ impl Dom {
 #[derive(Debug, Default)]
 struct Sink {
     nodes: RefCell<Vec<Node>>,
+    /// The deepest a node was placed, so a parse can stop once the page is too deep.
+    deepest: std::cell::Cell<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -132,7 +195,7 @@ struct Handle {
 impl Sink {
     fn add(&self, kind: Kind) -> usize {
         let mut nodes = self.nodes.borrow_mut();
-        nodes.push(Node { parent: None, children: Vec::new(), kind });
+        nodes.push(Node { parent: None, children: Vec::new(), kind, depth: 0 });
         nodes.len() - 1
     }
 
@@ -155,6 +218,8 @@ impl Sink {
         };
         let mut nodes = self.nodes.borrow_mut();
         nodes[id].parent = Some(parent);
+        nodes[id].depth = nodes[parent].depth + 1;
+        self.deepest.set(self.deepest.get().max(nodes[id].depth));
         nodes[parent].children.insert(at, id);
     }
 }
@@ -165,7 +230,7 @@ impl TreeSink for Sink {
     type ElemName<'a> = &'a QualName;
 
     fn finish(self) -> Dom {
-        Dom { nodes: self.nodes.into_inner() }
+        Dom { nodes: self.nodes.into_inner(), same_named: Vec::new() }
     }
 
     fn parse_error(&self, _msg: Cow<'static, str>) {}
@@ -268,7 +333,7 @@ mod tests {
 
     #[test]
     fn the_tree_is_the_one_a_browser_builds() {
-        let dom = Dom::parse("<p>a<b>b<p>c</b>d<table><tr><td>x</td></tr></table>");
+        let dom = Dom::parse("<p>a<b>b<p>c</b>d<table><tr><td>x</td></tr></table>").unwrap();
         let names: Vec<&str> = dom
             .descendants(Dom::ROOT)
             .filter_map(|n| dom.element(n).map(|e| e.name.as_str()))
@@ -278,5 +343,31 @@ mod tests {
             ["html", "head", "body", "p", "b", "p", "b", "table", "tbody", "tr", "td"]
         );
         assert_eq!(dom.raw_text(Dom::ROOT), "abcdx");
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use super::*;
+
+    #[test]
+    fn a_page_too_deep_is_refused_early_and_one_at_the_bound_is_read() {
+        let deep = |n: usize| format!("{}x{}", "<div>".repeat(n), "</div>".repeat(n));
+        let err = Dom::parse(&deep(50_000)).unwrap_err();
+        assert!(err.contains("more than 256 deep"), "{err}");
+        // html, body, the divs and the text: 256 levels below the document in all.
+        let dom = Dom::parse(&deep(MAX_DEPTH - 3)).unwrap();
+        assert_eq!(dom.depth(), MAX_DEPTH);
+        assert!(Dom::parse(&deep(MAX_DEPTH - 2)).is_err());
+    }
+
+    #[test]
+    fn positions_among_same_named_siblings_are_counted_once() {
+        let dom = Dom::parse("<body><p>a</p><div>b</div><p>c</p><p>d</p></body>").unwrap();
+        let ps: Vec<usize> = dom.descendants(Dom::ROOT).filter(|&n| dom.is(n, "p")).collect();
+        let at: Vec<_> = ps.iter().map(|&p| dom.same_named_siblings(p)).collect();
+        assert_eq!(at, [(0, 2), (1, 1), (2, 0)]);
+        let div = dom.descendants(Dom::ROOT).find(|&n| dom.is(n, "div")).unwrap();
+        assert_eq!(dom.same_named_siblings(div), (0, 0));
     }
 }

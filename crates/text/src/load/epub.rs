@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::archive::{self, Archive};
+use super::archive::{self, Archive, Inflation};
 use super::blocks::Blocks;
 use super::html;
 
@@ -14,17 +14,19 @@ pub(crate) struct Book {
     pub blocks: Blocks,
 }
 
-/// Reads an EPUB's bytes; a member may inflate to at most `max_bytes`.
+/// Reads an EPUB's bytes; its members may inflate to at most `max_bytes` in all. A page nested
+/// deeper than an HTML page may be is an error (see `dom`).
 pub(crate) fn book(bytes: &[u8], max_bytes: u64) -> Result<Book, String> {
     let mut zip = archive::open(bytes, "an EPUB")?;
-    let container = archive::member(&mut zip, "META-INF/container.xml", max_bytes)?;
+    let budget = &mut Inflation::new(max_bytes);
+    let container = archive::member(&mut zip, "META-INF/container.xml", budget)?;
     let opf_path = archive::xml(&container, "META-INF/container.xml")?
         .descendants()
         .find(|n| n.tag_name().name() == "rootfile")
         .and_then(|n| n.attribute("full-path").map(str::to_string))
         .ok_or("META-INF/container.xml names no package document (rootfile)")?;
-    refuse_encrypted(&mut zip, max_bytes)?;
-    let opf = archive::member(&mut zip, &opf_path, max_bytes)?;
+    refuse_encrypted(&mut zip, budget)?;
+    let opf = archive::member(&mut zip, &opf_path, budget)?;
     let package = package(&opf, &opf_path)?;
     let base = opf_path.rsplit_once('/').map_or("", |(dir, _)| dir);
     let mut blocks = Blocks::default();
@@ -40,8 +42,10 @@ pub(crate) fn book(bytes: &[u8], max_bytes: u64) -> Result<Book, String> {
         if !read.insert(name.clone()) {
             continue;
         }
-        let xhtml = archive::member(&mut zip, &name, max_bytes)?;
-        blocks = html::page(&xhtml, &format!("{name}#"), blocks).blocks;
+        let xhtml = archive::member(&mut zip, &name, budget)?;
+        blocks = html::page(&xhtml, &format!("{name}#"), blocks)
+            .map_err(|e| format!("{name}: {e}"))?
+            .blocks;
     }
     Ok(Book { title: package.title, blocks })
 }
@@ -73,9 +77,9 @@ fn package(opf: &str, name: &str) -> Result<Package, String> {
 }
 
 /// Content documents encrypted for DRM cannot be read (obfuscated fonts are fine).
-fn refuse_encrypted(zip: &mut Archive<'_>, max_bytes: u64) -> Result<(), String> {
+fn refuse_encrypted(zip: &mut Archive<'_>, budget: &mut Inflation) -> Result<(), String> {
     let name = "META-INF/encryption.xml";
-    let Ok(encryption) = archive::member(zip, name, max_bytes) else { return Ok(()) };
+    let Ok(encryption) = archive::member(zip, name, budget) else { return Ok(()) };
     let doc = archive::xml(&encryption, name)?;
     let content = doc
         .descendants()

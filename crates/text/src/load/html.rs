@@ -105,9 +105,10 @@ pub(crate) struct Page {
     pub blocks: Blocks,
 }
 
-/// Reads `html`; element paths are prefixed with `prefix` (an EPUB member's name and `#`).
-pub(crate) fn page(html: &str, prefix: &str, into: Blocks) -> Page {
-    let dom = Dom::parse(html);
+/// Reads `html`; element paths are prefixed with `prefix` (an EPUB member's name and `#`). A
+/// page nested deeper than [`super::dom::MAX_DEPTH`] is an error.
+pub(crate) fn page(html: &str, prefix: &str, into: Blocks) -> Result<Page, String> {
+    let dom = Dom::parse(html)?;
     let root = main_content(&dom);
     let mut walker = Walker {
         dom: &dom,
@@ -130,7 +131,7 @@ pub(crate) fn page(html: &str, prefix: &str, into: Blocks) -> Page {
             title.trim().to_string()
         })
         .unwrap_or_default();
-    Page { title, blocks: walker.out }
+    Ok(Page { title, blocks: walker.out })
 }
 
 /// The element holding the page's main content (rule 1).
@@ -380,7 +381,7 @@ mod tests {
     use super::*;
 
     fn read(html: &str) -> (String, String, SourceMap) {
-        let page = page(html, "", Blocks::default());
+        let page = page(html, "", Blocks::default()).unwrap();
         let (text, metadata) = page.blocks.finish();
         (page.title, text, SourceMap::of(&metadata).unwrap())
     }

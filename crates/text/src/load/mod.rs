@@ -18,6 +18,7 @@ mod html;
 mod jsonl;
 mod markdown;
 mod pdf;
+mod pdf_forms;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,11 @@ use markdown::{first_h1, notebook_text};
 
 /// Default largest document accepted: 100 MiB of text.
 pub const DEFAULT_MAX_DOC_BYTES: u64 = 100 * 1024 * 1024;
+
+/// A JSONL file, which holds many documents, may be this many times the document limit (1 GB
+/// by default): it is read whole and its documents are held together, about twice its size
+/// in memory.
+pub const JSONL_FILE_FACTOR: u64 = 10;
 
 /// How inputs are read.
 #[derive(Debug, Clone)]
@@ -166,10 +172,16 @@ impl Loader {
         let mut out = Vec::new();
         for path in paths {
             if path.as_os_str() == "-" {
+                // One document: read no further than the limit says it may be.
+                let limit = self.opts.max_doc_bytes;
                 let mut bytes = Vec::new();
                 std::io::stdin()
+                    .take(limit.saturating_add(1))
                     .read_to_end(&mut bytes)
                     .map_err(|source| Error::Io { path: path.clone(), source })?;
+                if bytes.len() as u64 > limit {
+                    return Err(Error::TooLarge { origin: "stdin".into(), size: limit + 1, limit });
+                }
                 out.push(Source::Stdin(bytes));
                 continue;
             }
@@ -223,8 +235,14 @@ impl Loader {
                 let size = std::fs::metadata(path)
                     .map_err(|source| Error::Io { path: path.clone(), source })?
                     .len();
-                if *format != Format::Jsonl && size > self.opts.max_doc_bytes {
-                    return Err(Error::TooLarge { origin, size, limit: self.opts.max_doc_bytes });
+                // A JSONL file holds many documents, each held to the document limit.
+                let limit = if *format == Format::Jsonl {
+                    self.opts.max_doc_bytes.saturating_mul(JSONL_FILE_FACTOR)
+                } else {
+                    self.opts.max_doc_bytes
+                };
+                if size > limit {
+                    return Err(Error::TooLarge { origin, size, limit });
                 }
                 let bytes = std::fs::read(path)
                     .map_err(|source| Error::Io { path: path.clone(), source })?;
@@ -236,6 +254,20 @@ impl Loader {
             Source::Stdin(_) => None,
         }
         .unwrap_or_default();
+        self.load_bytes(&origin, &stem, format, bytes)
+    }
+
+    /// Loads `bytes` as a file of `format` would be, named `origin` in messages and titled
+    /// `stem` when the format gives no title: what [`Loader::load`] does once a file is read,
+    /// for bytes that never were a file (a fuzzer's, a request's).
+    pub fn load_bytes(
+        &self,
+        origin: &str,
+        stem: &str,
+        format: Format,
+        bytes: Vec<u8>,
+    ) -> Result<Loaded, Error> {
+        let (origin, stem) = (origin.to_string(), stem.to_string());
         // Packaged formats are read from their bytes; their text is extracted, not decoded.
         let packaged = match format {
             Format::Epub => {
@@ -289,7 +321,8 @@ impl Loader {
                 unreachable!("read from their bytes above")
             }
             Format::Html => {
-                let page = html::page(&text, "", blocks::Blocks::default());
+                let page = html::page(&text, "", blocks::Blocks::default())
+                    .map_err(|reason| Error::Unreadable { origin: origin.clone(), reason })?;
                 let title = if page.title.is_empty() { stem } else { page.title };
                 vec![self.extracted(&origin, title, page.blocks)?]
             }
@@ -375,6 +408,9 @@ fn walk_dir(dir: &Path, out: &mut Vec<Source>) -> Result<(), Error> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod hostile_tests;
 
 #[cfg(test)]
 mod tests {

@@ -25,18 +25,9 @@ use super::blocks::{Blocks, collapse_whitespace, unspaced};
 pub(crate) fn document(bytes: &[u8]) -> Result<Blocks, String> {
     // pdf-extract panics on some constructs it does not support; that is the file's problem,
     // reported as such, never a crash.
-    let pages = quietly(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
-        .map_err(|why| {
-            format!("the PDF parser failed on this file ({why}): an unsupported or damaged PDF")
-        })?
-        .map_err(|e| {
-            let message = e.to_string();
-            if message.contains("ecrypt") || message.contains("assword") {
-                "password-protected (encrypted) PDF".to_string()
-            } else {
-                format!("not a readable PDF: {message}")
-            }
-        })?;
+    let pages = quietly(|| pages(bytes)).map_err(|why| {
+        format!("the PDF parser failed on this file ({why}): an unsupported or damaged PDF")
+    })??;
     if pages.iter().all(|p| p.trim().is_empty()) {
         return Err(format!(
             "no text layer on any of its {} page(s) (a scanned document?); run OCR on it first",
@@ -50,6 +41,39 @@ pub(crate) fn document(bytes: &[u8]) -> Result<Blocks, String> {
         blocks.push_page(&paragraphs(lines), page);
     }
     Ok(blocks)
+}
+
+/// Each page's text as pdf-extract lays it out, once the drawing is known to be bounded
+/// (`pdf_forms`): the file is parsed once, then read page by page.
+fn pages(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let unreadable = |e: &dyn std::fmt::Display| {
+        let message = e.to_string();
+        if message.contains("ecrypt") || message.contains("assword") {
+            "password-protected (encrypted) PDF".to_string()
+        } else {
+            format!("not a readable PDF: {message}")
+        }
+    };
+    let mut doc = pdf_extract::Document::load_mem(bytes).map_err(|e| unreadable(&e))?;
+    if doc.is_encrypted() {
+        // As pdf-extract does: an empty user password opens many "protected" files.
+        doc.decrypt("").map_err(|e| unreadable(&e))?;
+    }
+    super::pdf_forms::check(&doc)?;
+    let mut pages = Vec::new();
+    // As pdf-extract's own reader: pages up to the first it cannot read.
+    for number in 1..=u32::try_from(doc.get_pages().len()).unwrap_or(u32::MAX) {
+        let mut text = String::new();
+        let read = {
+            let mut output = pdf_extract::PlainTextOutput::new(&mut text);
+            pdf_extract::output_doc_page(&doc, &mut output, number)
+        };
+        if read.is_err() {
+            break;
+        }
+        pages.push(text);
+    }
+    Ok(pages)
 }
 
 thread_local! {
