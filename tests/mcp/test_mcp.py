@@ -220,7 +220,7 @@ def test_add_only_with_allow_write(tmp_path: Path) -> None:
     (folder / "tea.md").write_text("# Tea\n\nOolong is a partly oxidised tea from Fujian.\n")
 
     async def main() -> None:
-        async with connect(store, "--allow-write") as session:
+        async with connect(store, "--allow-write", "--root", str(tmp_path)) as session:
             tools = {t.name for t in (await session.list_tools()).tools}
             assert tools == {"ask", "search", "show", "similar", "add"}
             text = "乌龙茶是一种半发酵茶，主要产于福建和台湾。"
@@ -241,6 +241,14 @@ def test_add_only_with_allow_write(tmp_path: Path) -> None:
             assert error and "`id`" in res["error"]["message"]
             error, res = await call(session, "add", {"path": str(tmp_path / "missing")})
             assert error and "missing" in res["error"]["message"]
+            # Only under --root: not a file elsewhere, nor one reached by `..` or a link.
+            (folder / "passwd.txt").symlink_to("/etc/passwd")
+            beside = tmp_path.parent / f"{tmp_path.name}-beside.md"
+            beside.write_text("# Beside\n\nNot under the root.\n")
+            for outside in ["/etc/passwd", str(folder / ".." / ".." / beside.name),
+                            str(folder / "passwd.txt")]:
+                error, res = await call(session, "add", {"path": outside})
+                assert error and "outside the folders" in res["error"]["message"], (outside, res)
 
     anyio.run(main)
     # What the agent added is in the store for every other front end.

@@ -21,6 +21,9 @@ pub enum ErrorCode {
     InvalidParameter,
     /// The token is missing or wrong (HTTP's own).
     Unauthorized,
+    /// The request names a host the server does not serve, or comes from another site's page
+    /// (HTTP's own: DNS rebinding and cross-site requests).
+    Forbidden,
     /// What was named is not there: a document, a store, a path.
     NotFound,
     /// The route does not take that method (HTTP's own).
@@ -76,11 +79,12 @@ const JSONRPC_INTERNAL: i32 = -32603;
 
 impl ErrorCode {
     /// Every code, in the order `/openapi.json` lists them.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::InvalidJson,
         Self::InvalidRequest,
         Self::InvalidParameter,
         Self::Unauthorized,
+        Self::Forbidden,
         Self::NotFound,
         Self::MethodNotAllowed,
         Self::Conflict,
@@ -101,6 +105,7 @@ impl ErrorCode {
             Self::InvalidRequest => "invalid_request",
             Self::InvalidParameter => "invalid_parameter",
             Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
             Self::NotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::Conflict => "conflict",
@@ -135,6 +140,7 @@ impl ErrorCode {
             Self::InvalidJson => user(400),
             Self::InvalidRequest | Self::InvalidParameter => user(422),
             Self::Unauthorized => user(401),
+            Self::Forbidden => user(403),
             Self::NotFound => user(404),
             Self::MethodNotAllowed => user(405),
             Self::Conflict => user(409),
@@ -206,11 +212,12 @@ mod tests {
     fn every_code_has_one_row_for_every_front_end() {
         use McpAnswer::{Protocol, ToolError};
         use {ErrorCode as C, ErrorCode::*};
-        let rows: [(C, u8, u16, McpAnswer, &str); 15] = [
+        let rows: [(C, u8, u16, McpAnswer, &str); 16] = [
             (InvalidJson, 2, 400, ToolError, "UsageError"),
             (InvalidRequest, 2, 422, ToolError, "UsageError"),
             (InvalidParameter, 2, 422, ToolError, "UsageError"),
             (Unauthorized, 2, 401, ToolError, "UsageError"),
+            (Forbidden, 2, 403, ToolError, "UsageError"),
             (NotFound, 2, 404, ToolError, "UsageError"),
             (MethodNotAllowed, 2, 405, ToolError, "UsageError"),
             (Conflict, 2, 409, ToolError, "UsageError"),

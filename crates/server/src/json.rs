@@ -16,15 +16,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        if let Some(ct) = req.headers().get(CONTENT_TYPE) {
-            let ct = ct.to_str().unwrap_or_default().to_ascii_lowercase();
-            let essence = ct.split(';').next().unwrap_or_default().trim();
-            if essence != "application/json" && !essence.ends_with("+json") {
-                return Err(ApiError::new(
-                    ErrorCode::UnsupportedMediaType,
-                    format!("the body must be application/json, not `{essence}`"),
-                ));
-            }
+        // Required, not assumed: a page on another site can send a body as text/plain or a
+        // form without the browser asking the server first, but not as JSON.
+        let Some(ct) = req.headers().get(CONTENT_TYPE) else {
+            return Err(ApiError::new(
+                ErrorCode::UnsupportedMediaType,
+                "the body must be JSON: send `Content-Type: application/json`",
+            ));
+        };
+        let ct = ct.to_str().unwrap_or_default().to_ascii_lowercase();
+        let essence = ct.split(';').next().unwrap_or_default().trim();
+        if essence != "application/json" && !essence.ends_with("+json") {
+            return Err(ApiError::new(
+                ErrorCode::UnsupportedMediaType,
+                format!("the body must be application/json, not `{essence}`"),
+            ));
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {

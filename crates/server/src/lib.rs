@@ -56,7 +56,9 @@
 
 pub mod batch;
 pub mod error;
+mod guard;
 mod json;
+mod listen;
 pub mod logs;
 pub mod mcp;
 pub mod observe;
@@ -78,6 +80,7 @@ use ckeep_engine::Engine;
 use ckeep_store::{DynStore, SqliteStore};
 
 pub use error::ApiError;
+pub use guard::AllowedHosts;
 pub use openapi::openapi;
 pub use routes::ROUTES;
 pub use ui::CONTENT_SECURITY_POLICY;
@@ -108,6 +111,12 @@ pub struct Limits {
     /// Most requests handled at once (bodies included); more are answered with 503 overloaded
     /// at once, so memory stays below about this many times `max_body_bytes`.
     pub max_in_flight: usize,
+    /// Longest a connection may take to send a request's headers, counted from when the
+    /// server starts waiting for them (also on a kept-alive connection between requests);
+    /// then it is closed.
+    pub header_timeout: Duration,
+    /// Most connections open at once; further ones wait to be accepted.
+    pub max_connections: usize,
 }
 
 impl Limits {
@@ -120,6 +129,8 @@ impl Limits {
         read_timeout: Duration::from_secs(30),
         queue_timeout: Duration::from_secs(10),
         max_in_flight: 64,
+        header_timeout: Duration::from_secs(10),
+        max_connections: 512,
     };
 }
 
@@ -163,6 +174,23 @@ pub struct ServerConfig {
     /// Who answers `/ask` (`--llm`): a model name, a `.gguf` file or `URL#MODEL`; `None`, the
     /// installed default model. Loaded on the first question, not at start.
     pub llm: Option<String>,
+    /// The hosts requests may name (`Host`): loopback names unless told more, so a web page
+    /// that rebinds its own domain to 127.0.0.1 reaches nothing.
+    pub allowed_hosts: AllowedHosts,
+}
+
+impl ServerConfig {
+    /// Refuses to listen on `addr` beyond loopback without a token (anyone who reaches it
+    /// could read and change the store), unless the operator says so (`insecure`).
+    pub fn check_listening(&self, addr: SocketAddr, insecure: bool) -> Result<(), ApiError> {
+        if self.token.is_none() && !addr.ip().is_loopback() && !insecure {
+            return Err(ApiError::invalid(format!(
+                "listening on {addr} without a token would let anyone who reaches it read and \
+                 change the store; give --token-file FILE, or --insecure-no-token to do it anyway"
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Default for ServerConfig {
@@ -176,6 +204,7 @@ impl Default for ServerConfig {
             refresh_interval: Duration::from_secs(1),
             model_cache: false,
             llm: None,
+            allowed_hosts: AllowedHosts::new(&[]),
         }
     }
 }
@@ -414,11 +443,12 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let indexer = state.spawn_indexer();
-    let app = router(Arc::clone(&state)).into_make_service_with_connect_info::<SocketAddr>();
-    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    let limits = &state.config.limits;
+    let (timeout, most) = (limits.header_timeout, limits.max_connections);
+    listen::accept_loop(listener, router(Arc::clone(&state)), timeout, most, shutdown).await;
     indexer.finish().await;
     state.workers.drain().await;
-    served
+    Ok(())
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

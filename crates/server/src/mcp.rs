@@ -26,13 +26,14 @@ use crate::routes::documents::{self, NewDocument};
 use crate::routes::query::{self, SearchBody, SimilarBody};
 
 /// What an MCP session may do.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct McpOptions {
     /// Offer the `add` tool.
     pub allow_write: bool,
-    /// Let `add` read files and folders on this machine (stdio: the agent runs as the user;
-    /// never over HTTP, where the caller is someone else).
-    pub allow_paths: bool,
+    /// The folders `add` may read files and folders under (`ckeep mcp --root`, canonical
+    /// paths; none: `add` reads no path). An agent acts for the user on stdio, but the files
+    /// it may read are the user's choice, not the agent's: `/etc/passwd` is no document.
+    pub roots: Vec<PathBuf>,
 }
 
 /// `search`'s arguments.
@@ -321,13 +322,13 @@ impl McpServer {
                 };
                 vec![doc.into_document(0)?]
             }
-            (None, Some(path)) if self.options.allow_paths => {
+            (None, Some(path)) if !self.options.roots.is_empty() => {
                 if p.id.is_some() || p.title.is_some() || p.metadata.is_some() {
                     return Err(ApiError::invalid(
                         "`id`, `title` and `metadata` go with `text`; a `path` names its own",
                     ));
                 }
-                load_path(path).await?
+                load_path(path, self.options.roots.clone()).await?
             }
             (None, Some(_)) => {
                 return Err(ApiError::invalid(
@@ -342,12 +343,28 @@ impl McpServer {
     }
 }
 
-/// Every document under `path`, loaded as `ckeep add` loads it (off the async threads).
-async fn load_path(path: String) -> Result<Vec<ckeep_core::Document>, ApiError> {
+/// Every document under `path`, loaded as `ckeep add` loads it (off the async threads), when
+/// the path, with `..` and symbolic links resolved, is under one of `roots`. (A folder's walk
+/// follows no symbolic link, so nothing under it leaves it.)
+async fn load_path(
+    path: String,
+    roots: Vec<PathBuf>,
+) -> Result<Vec<ckeep_core::Document>, ApiError> {
     if path.trim().is_empty() || path == "-" {
         return Err(ApiError::invalid("`path` must name a file or folder"));
     }
     tokio::task::spawn_blocking(move || {
+        let resolved = std::fs::canonicalize(&path).map_err(|e| {
+            ApiError::new(crate::error::ErrorCode::NotFound, format!("`{path}`: {e}"))
+        })?;
+        if !roots.iter().any(|root| resolved.starts_with(root)) {
+            let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+            return Err(ApiError::invalid(format!(
+                "`{path}` is outside the folders this server reads ({}); start it with --root \
+                 DIR to read another",
+                roots.join(", ")
+            )));
+        }
         let inputs = ckeep_engine::Inputs::new(vec![PathBuf::from(&path)]);
         let docs = inputs.check("added", || {})?.documents(|_| {}).collect::<Result<_, _>>()?;
         Ok(docs)

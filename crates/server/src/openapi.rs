@@ -125,12 +125,13 @@ fn operation(
 }
 
 /// The errors of a route behind the token that reads the store.
-const READ: &[ErrorCode] = &[ErrorCode::Unauthorized, ErrorCode::Overloaded];
+const READ: &[ErrorCode] = &[ErrorCode::Unauthorized, ErrorCode::Forbidden, ErrorCode::Overloaded];
 
 /// The errors of a route that takes a JSON body.
 const BODY: &[ErrorCode] = &[
     ErrorCode::InvalidJson,
     ErrorCode::Unauthorized,
+    ErrorCode::Forbidden,
     ErrorCode::BodyTooLarge,
     ErrorCode::UnsupportedMediaType,
     ErrorCode::InvalidParameter,

@@ -22,6 +22,10 @@ pub struct McpArgs {
     /// missing). Without it the agent can only read.
     #[arg(long)]
     pub allow_write: bool,
+    /// With --allow-write: a folder whose files and folders `add` may read (repeatable; `..`
+    /// and symbolic links that lead out of it are refused) [default: the current directory].
+    #[arg(long, value_name = "DIR", requires = "allow_write")]
+    pub root: Vec<std::path::PathBuf>,
     /// The embedding model (default: the one the store was built with; none: BM25 only).
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
     pub model: Option<String>,
@@ -57,7 +61,17 @@ pub fn run(store: &str, args: &McpArgs, no_cache: bool, out: &Output) -> anyhow:
         model.as_deref().unwrap_or("none: BM25 only"),
         if args.allow_write { "read and write" } else { "read-only" }
     ));
-    let options = McpOptions { allow_write: args.allow_write, allow_paths: true };
+    let roots =
+        if args.root.is_empty() { vec![std::path::PathBuf::from(".")] } else { args.root.clone() };
+    let roots = roots
+        .iter()
+        .map(|r| {
+            std::fs::canonicalize(r).map_err(|e| {
+                anyhow::Error::new(crate::UsageError(format!("--root {}: {e}", r.display())))
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let options = McpOptions { allow_write: args.allow_write, roots };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -40,6 +40,15 @@ pub struct ServeArgs {
     /// A file holding the bearer token clients must send (first line, trimmed).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Listen beyond loopback without --token-file (anyone who reaches the port can read and
+    /// change the store); refused otherwise.
+    #[arg(long)]
+    pub insecure_no_token: bool,
+    /// A host name clients may address the server by (repeatable; `*` for any). Loopback
+    /// names and the --addr IP are always served; other names are refused (403), so a web
+    /// page that points its own domain at this machine reaches nothing.
+    #[arg(long, value_name = "NAME")]
+    pub allow_host: Vec<String>,
     /// The embedding model (default: the one the store was built with; none: BM25 only).
     #[arg(long, value_name = "MODEL", long_help = MODEL_HELP)]
     pub model: Option<String>,
@@ -114,6 +123,7 @@ pub fn run(
             read_timeout: super::seconds("timeout", args.timeout)?,
             queue_timeout: super::seconds("queue-timeout", args.queue_timeout)?,
             max_in_flight: args.max_in_flight,
+            ..Limits::DEFAULT
         },
         token,
         batch_queries: !args.no_batch,
@@ -123,11 +133,15 @@ pub fn run(
         })?,
         model_cache: !no_cache,
         llm: args.llm.clone(),
+        allowed_hosts: ckeep_server::AllowedHosts::new(&args.allow_host).listening_on(args.addr),
         ..ServerConfig::default()
     };
     if let Some(n) = args.readers {
         config.readers = usize::from(n);
     }
+    config
+        .check_listening(args.addr, args.insecure_no_token)
+        .map_err(|e| anyhow::Error::new(UsageError(e.message)))?;
     if config.token.is_none() && !args.addr.ip().is_loopback() {
         out.warn(format!(
             "listening on {} without --token-file: anyone who can reach it can read and change the store",

@@ -103,6 +103,20 @@ pub fn listening(child: &mut std::process::Child) -> String {
     started["listening"].as_str().expect("a URL").to_string()
 }
 
+/// `ckeep --json serve --addr 127.0.0.1:0 ARGS…` on `store`, its log discarded: the process
+/// and the URL it listens on.
+pub fn serve(store: &Path, args: &[&str]) -> (std::process::Child, String) {
+    let mut child = ckeep(store)
+        .args(["--json", "serve", "--addr", "127.0.0.1:0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ckeep serve starts");
+    let base = listening(&mut child);
+    (child, base)
+}
+
 /// An HTTP client for a test server: statuses are answers, not errors; a minute at most.
 pub fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()

@@ -131,3 +131,24 @@ fn a_stderr_nobody_reads_never_stops_the_server() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Beyond loopback without a token is refused before anything listens, unless the operator
+/// says so; a server answers only the hosts it serves.
+#[test]
+fn serve_refuses_an_open_port_without_a_token_and_unknown_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let (code, err) = fails(&store, &["serve", "--addr", "0.0.0.0:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--insecure-no-token") && err.contains("--token-file"), "{err}");
+    let (mut child, base) = crate::serve(&store, &["--allow-host", "search.example"]);
+    let a = agent();
+    let status = |host: &str| {
+        a.get(format!("{base}/health")).header("host", host).call().unwrap().status().as_u16()
+    };
+    assert_eq!(status("search.example:7700"), 200);
+    assert_eq!(status("localhost"), 200);
+    assert_eq!(status("evil.example"), 403);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

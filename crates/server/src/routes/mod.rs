@@ -66,6 +66,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), admit))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), crate::guard::guard))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), crate::observe::observe))
         .with_state(state)
 }

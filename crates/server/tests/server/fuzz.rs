@@ -97,6 +97,92 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// A strategy spec from the real keys with plausible, wrong and hostile values (grids, URLs,
+/// long runs).
+fn spec() -> impl Strategy<Value = String> {
+    let keys: Vec<&str> = ckeep_engine::Strategy::KEYS.iter().copied().chain(["bogus"]).collect();
+    let key = prop::sample::select(keys);
+    let value = prop_oneof![
+        prop::sample::select(vec![
+            "bm25",
+            "dense",
+            "hybrid",
+            "hybrid:linear=0.5",
+            "doc",
+            "chunk",
+            "max",
+            "mean:3",
+            "window:2",
+            "parent",
+            "mmr:0.7",
+            "int8",
+            "true",
+            "10",
+            "0",
+            "-1",
+            "1e309",
+            "http://127.0.0.1:9/x#m",
+            "llm:/etc/passwd",
+            "http:http://127.0.0.1:9#m",
+            "sentences",
+            "hierarchy:512,128",
+            "{0.3,0.5}",
+            "{a,b,c}",
+            "{",
+            "}",
+            "{}",
+        ])
+        .prop_map(str::to_string),
+        "[ -~]{0,12}",
+    ];
+    prop::collection::vec((key, value), 0..6).prop_map(|parts| {
+        parts.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+    })
+}
+
+/// A metadata filter: the JSON form nested up to past the depth limit, or the compact form.
+fn filter() -> impl Strategy<Value = Value> {
+    let condition = prop_oneof![
+        ("[a-z]{1,4}", json_value()).prop_map(|(k, v)| json!({k: v})),
+        (
+            "[a-z]{1,4}",
+            prop::sample::select(vec!["$gt", "$in", "$nin", "$prefix", "$exists", "$bad"]),
+            json_value()
+        )
+            .prop_map(|(k, op, v)| json!({k: {op: v}})),
+    ];
+    let json_form = condition.prop_recursive(40, 120, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(|l| json!({"$and": l})),
+            prop::collection::vec(inner.clone(), 0..4).prop_map(|l| json!({"$or": l})),
+            inner.prop_map(|f| json!({"$not": f})),
+        ]
+    });
+    let compact = (0..40usize, "[a-z]{1,3}(=|>=|~|\\^=| in )[a-z0-9\\[\\], ]{0,8}", 0..40usize)
+        .prop_map(|(open, cond, close)| {
+            json!([format!("{}{cond}{}", "(".repeat(open), ")".repeat(close))])
+        });
+    prop_oneof![json_form, compact]
+}
+
+/// Bodies of `/search`, `/ask` (answered extractively: the fuzzer tests the routes, not a
+/// language model) and `/evaluate` built from their real fields.
+fn structured() -> impl Strategy<Value = (&'static str, Value)> {
+    let query = prop_oneof![".{0,30}".boxed(), Just("tea".to_string()).boxed()];
+    let search = (query.clone(), spec(), prop::option::of(filter()), 0..1200usize).prop_map(
+        |(q, spec, filter, k)| {
+            ("/search", json!({"query": q, "strategy": spec, "filter": filter, "k": k}))
+        },
+    );
+    let ask = (query, spec(), prop::option::of(filter())).prop_map(|(q, spec, filter)| {
+        ("/ask", json!({"question": q, "strategy": spec, "filter": filter, "extractive": true}))
+    });
+    let evaluate = (prop::collection::vec(spec(), 0..3), 0..4usize).prop_map(|(specs, count)| {
+        ("/evaluate", json!({"strategies": specs, "count": count, "folds": 2}))
+    });
+    prop_oneof![4 => search, 3 => ask, 1 => evaluate]
+}
+
 fn check(status: u16, bytes: &[u8], what: &str) -> Result<(), TestCaseError> {
     prop_assert!(status < 500, "{what}: {status} {}", String::from_utf8_lossy(bytes));
     if status >= 400 {
@@ -138,6 +224,13 @@ fn random_requests_get_4xx_or_success_and_leave_the_store_consistent() {
         .run(&(routes, body()), |(route, body)| {
             let (status, bytes) = runtime().block_on(send(server(), route.0, route.1, body));
             check(status, &bytes, &format!("{} {}", route.0, route.1))
+        })
+        .unwrap();
+    TestRunner::new(config.clone())
+        .run(&structured(), |(route, body)| {
+            let (status, bytes) =
+                runtime().block_on(send(server(), "POST", route, body.to_string().into_bytes()));
+            check(status, &bytes, &format!("POST {route} {body}"))
         })
         .unwrap();
     let methods = prop::sample::select(vec!["GET", "DELETE", "POST", "PATCH"]);

@@ -7,6 +7,7 @@ mod common;
 mod evaluate;
 mod filters;
 mod fuzz;
+mod hostile;
 mod http_reference;
 mod mcp;
 mod observe;

@@ -94,7 +94,7 @@ async fn mistakes_are_tool_errors_and_writes_need_permission() {
         "a read-only session has no add tool: {refused:?}"
     );
 
-    let writer = connect(&server, McpOptions { allow_write: true, allow_paths: false }).await;
+    let writer = connect(&server, McpOptions { allow_write: true, roots: Vec::new() }).await;
     let (error, res) =
         call(&writer, "add", json!({"id": "tea", "text": "乌龙茶产于福建。", "title": "茶"})).await;
     assert!(!error && res["ids"] == json!(["tea"]), "{res}");
