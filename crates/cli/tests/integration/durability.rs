@@ -147,3 +147,68 @@ fn a_bm25_store_gains_a_model_and_survives_sigkill_while_embedding() {
         }
     }
 }
+
+/// `ckeep serve` (BM25 only, so the fast tier runs it) killed with SIGKILL while four clients
+/// add documents over HTTP: after a restart the store checks clean and holds every document
+/// whose add was acknowledged (200), whole, whatever was in flight.
+#[test]
+fn sigkill_during_concurrent_http_writes_loses_nothing_acknowledged() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let (mut child, base) = crate::serve(&store, &[]);
+    let text = |c: usize, i: usize| format!("Client {c} wrote document {i}. 第{i}号文档。");
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let (count, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            let (base, acknowledged) = (base.clone(), Arc::clone(&acknowledged));
+            let (count, stop) = (Arc::clone(&count), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let agent = crate::agent();
+                for i in 0.. {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let doc = serde_json::json!({"id": format!("c{c}-{i}"), "text": text(c, i)});
+                    match agent.post(format!("{base}/documents")).send_json(&doc) {
+                        Ok(res) if res.status() == 200 => {
+                            acknowledged.lock().unwrap().push((c, i));
+                            count.fetch_add(1, Ordering::SeqCst);
+                        }
+                        // Refused or cut off by the kill: not acknowledged.
+                        _ => break,
+                    }
+                }
+            })
+        })
+        .collect();
+    // Killed once writes are well under way (a condition, not a clock).
+    while count.load(Ordering::SeqCst) < 200 {
+        std::thread::yield_now();
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    stop.store(true, Ordering::SeqCst);
+    for client in clients {
+        client.join().unwrap();
+    }
+    let killed = SqliteStore::open(&store).unwrap();
+    assert!(killed.check().unwrap().is_ok(), "the store checks clean after the kill");
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(acknowledged.len() >= 200);
+    for (c, i) in acknowledged {
+        let id = format!("c{c}-{i}");
+        let doc = killed.document(&id).unwrap().unwrap_or_else(|| panic!("{id} was acknowledged"));
+        assert_eq!(doc.document.text, text(c, i));
+    }
+    // The server starts again on the same store.
+    drop(killed);
+    let (mut again, base) = crate::serve(&store, &[]);
+    let res = crate::agent().get(format!("{base}/health")).call().unwrap();
+    assert_eq!(res.status(), 200);
+    again.kill().unwrap();
+    again.wait().unwrap();
+}

@@ -6,6 +6,7 @@ mod answer;
 mod corpus;
 mod diversify;
 mod filtered;
+mod model_based;
 mod more_models;
 mod multilingual;
 #[cfg(feature = "postgres")]
