@@ -158,7 +158,7 @@ fn sigkill_during_concurrent_http_writes_loses_nothing_acknowledged() {
 
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");
-    let (mut child, base) = crate::serve(&store, &[]);
+    let (mut child, base) = crate::serve(&store);
     let text = |c: usize, i: usize| format!("Client {c} wrote document {i}. 第{i}号文档。");
     let acknowledged = Arc::new(Mutex::new(Vec::new()));
     let (count, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
@@ -206,7 +206,7 @@ fn sigkill_during_concurrent_http_writes_loses_nothing_acknowledged() {
     }
     // The server starts again on the same store.
     drop(killed);
-    let (mut again, base) = crate::serve(&store, &[]);
+    let (mut again, base) = crate::serve(&store);
     let res = crate::agent().get(format!("{base}/health")).call().unwrap();
     assert_eq!(res.status(), 200);
     again.kill().unwrap();

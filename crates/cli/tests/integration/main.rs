@@ -82,8 +82,14 @@ pub fn snapshot(store: &Path) -> (u64, u64, bool) {
 
 /// `ckeep --json serve` on `store` at a free port (stderr dropped), and its base URL.
 pub fn serve(store: &Path) -> (std::process::Child, String) {
+    serve_with(store, &[])
+}
+
+/// [`serve`] with more of `serve`'s arguments.
+pub fn serve_with(store: &Path, args: &[&str]) -> (std::process::Child, String) {
     let mut server = ckeep(store)
         .args(["--json", "serve", "--addr", "127.0.0.1:0"])
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -101,20 +107,6 @@ pub fn listening(child: &mut std::process::Child) -> String {
         .unwrap();
     let started: serde_json::Value = serde_json::from_str(&line).expect("the listening line");
     started["listening"].as_str().expect("a URL").to_string()
-}
-
-/// `ckeep --json serve --addr 127.0.0.1:0 ARGS…` on `store`, its log discarded: the process
-/// and the URL it listens on.
-pub fn serve(store: &Path, args: &[&str]) -> (std::process::Child, String) {
-    let mut child = ckeep(store)
-        .args(["--json", "serve", "--addr", "127.0.0.1:0"])
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("ckeep serve starts");
-    let base = listening(&mut child);
-    (child, base)
 }
 
 /// An HTTP client for a test server: statuses are answers, not errors; a minute at most.

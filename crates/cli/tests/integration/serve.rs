@@ -141,7 +141,7 @@ fn serve_refuses_an_open_port_without_a_token_and_unknown_hosts() {
     let (code, err) = fails(&store, &["serve", "--addr", "0.0.0.0:0"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--insecure-no-token") && err.contains("--token-file"), "{err}");
-    let (mut child, base) = crate::serve(&store, &["--allow-host", "search.example"]);
+    let (mut child, base) = crate::serve_with(&store, &["--allow-host", "search.example"]);
     let a = agent();
     let status = |host: &str| {
         a.get(format!("{base}/health")).header("host", host).call().unwrap().status().as_u16()
