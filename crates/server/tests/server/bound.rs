@@ -228,7 +228,7 @@ async fn every_endpoint_answers_over_the_wire() {
         assert_eq!((s, e["error"]["code"].as_str()), (401, Some("unauthorized")));
         // A body announced larger than the limit is refused before it is read.
         let head = format!(
-            "POST /documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n\
+            "POST /documents HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{{",
             2 << 20
         );
