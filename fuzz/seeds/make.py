@@ -41,6 +41,10 @@ put("load_pdf", "text.pdf", pdf([CATALOG, PAGES, (page, None), ("", "BT /F1 12 T
 put("load_pdf", "form.pdf", pdf([CATALOG, PAGES, (page, None), ("", "/Fm0 Do"),
                                  (f"/Type /XObject /Subtype /Form /BBox [0 0 612 792] {res}",
                                   "BT /F1 12 Tf 72 700 Td (Drawn by a form) Tj ET")]))
+# Found by load_pdf: a page that is its own parent and has no MediaBox (pdf-extract climbed
+# the tree for it for ever).
+put("load_pdf", "self-parent.pdf", pdf([CATALOG, PAGES, ("/Type /Page /Parent 3 0 R /Resources << >> /Contents 4 0 R", None),
+                                        ("", "BT ET")]))
 put("load_pdf", "self-drawing-form.pdf", pdf([CATALOG, PAGES, (page, None), ("", "/Fm0 Do"),
                                               (f"/Type /XObject /Subtype /Form /BBox [0 0 1 1] {res}", "/Fm0 Do")]))
 

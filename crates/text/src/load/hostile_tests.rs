@@ -109,6 +109,16 @@ fn a_pdf_page_tree_that_loops_is_refused() {
     ]);
     let why = unreadable(Format::Pdf, bytes);
     assert!(why.contains("page tree loops"), "{why}");
+    // Found by the fuzzer: a page that is its own parent and lacks a `MediaBox`, which
+    // pdf-extract looks for up the tree (a stack overflow, or an endless loop when optimised).
+    let bytes = pdf(&[
+        CATALOG,
+        PAGES,
+        ("/Type /Page /Parent 3 0 R /Resources << >> /Contents 4 0 R", None),
+        ("", Some("BT ET")),
+    ]);
+    let why = unreadable(Format::Pdf, bytes);
+    assert!(why.contains("page 1's page tree loops"), "{why}");
 }
 
 /// An EPUB whose spine reads `parts` (member name, XHTML), deflated.

@@ -27,7 +27,7 @@ pub(crate) fn check(doc: &Document) -> Result<(), String> {
     let mut walk = Walk { doc, draws: 0, invoked: HashMap::new() };
     for (number, page_id) in doc.get_pages() {
         let Ok(page) = doc.get_dictionary(page_id) else { continue };
-        let resources = walk.page_resources(page, number)?;
+        let resources = walk.page_resources(page_id, page, number)?;
         let content = doc.get_page_content(page_id).unwrap_or_default();
         walk.page(&content, resources, number)?;
     }
@@ -51,27 +51,30 @@ struct Frame<'d> {
 
 impl<'d> Walk<'d> {
     /// The page's resources as pdf-extract finds them: its own, else the nearest ancestor's.
+    /// Its whole `Parent` chain is checked first: pdf-extract climbs it for any inherited entry
+    /// a page lacks (`MediaBox` too), and a page that is its own parent sent it round for ever.
     fn page_resources(
         &self,
+        page_id: ObjectId,
         page: &'d Dictionary,
         number: u32,
     ) -> Result<Option<&'d Dictionary>, String> {
-        let mut node = page;
-        let mut seen = HashSet::new();
-        for _ in 0..MAX_PAGE_TREE_DEPTH {
-            if let Some(resources) = self.dict_at(node, b"Resources") {
-                return Ok(Some(resources));
-            }
-            let Ok(parent) = node.get(b"Parent").and_then(Object::as_reference) else {
-                return Ok(None);
-            };
+        let mut chain = vec![page];
+        let mut seen = HashSet::from([page_id]);
+        while let Ok(parent) = chain[chain.len() - 1].get(b"Parent").and_then(Object::as_reference)
+        {
             if !seen.insert(parent) {
                 return Err(format!("page {number}'s page tree loops (object {parent:?})"));
             }
-            let Ok(next) = self.doc.get_dictionary(parent) else { return Ok(None) };
-            node = next;
+            if chain.len() > MAX_PAGE_TREE_DEPTH {
+                return Err(format!(
+                    "page {number} is more than {MAX_PAGE_TREE_DEPTH} levels down its page tree"
+                ));
+            }
+            let Ok(next) = self.doc.get_dictionary(parent) else { break };
+            chain.push(next);
         }
-        Err(format!("page {number} is more than {MAX_PAGE_TREE_DEPTH} levels down its page tree"))
+        Ok(chain.into_iter().find_map(|node| self.dict_at(node, b"Resources")))
     }
 
     /// Walks everything a page's content draws.
