@@ -16,6 +16,11 @@ def put(target: str, name: str, data: bytes | str) -> None:
     (folder / name).write_bytes(data.encode() if isinstance(data, str) else data)
 
 
+def zput(z: zipfile.ZipFile, name: str, data: str) -> None:
+    """A deflated member with a fixed date, so the seeds are the same bytes on every run."""
+    z.writestr(zipfile.ZipInfo(name, (2026, 12, 7, 0, 0, 0)), data, compress_type=zipfile.ZIP_DEFLATED)
+
+
 def pdf(objects: list[tuple[str, str | None]]) -> bytes:
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
@@ -59,15 +64,15 @@ put("load_html", "misnested.html", "<p>a<b>b<p>c</b>d<table><tr><td>x</table><i>
 def epub(parts: list[tuple[str, str]]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("mimetype", "application/epub+zip")
-        z.writestr("META-INF/container.xml",
+        zput(z, "mimetype", "application/epub+zip")
+        zput(z, "META-INF/container.xml",
                    '<container><rootfiles><rootfile full-path="OEBPS/book.opf"/></rootfiles></container>')
         items = "".join(f'<item id="p{i}" href="{n}" media-type="application/xhtml+xml"/>' for i, (n, _) in enumerate(parts))
         spine = "".join(f'<itemref idref="p{i}"/>' for i in range(len(parts)))
-        z.writestr("OEBPS/book.opf", f"<package><metadata><dc:title xmlns:dc='http://purl.org/dc/elements/1.1/'>Book</dc:title>"
+        zput(z, "OEBPS/book.opf", f"<package><metadata><dc:title xmlns:dc='http://purl.org/dc/elements/1.1/'>Book</dc:title>"
                                      f"</metadata><manifest>{items}</manifest><spine>{spine}</spine></package>")
         for n, t in parts:
-            z.writestr(f"OEBPS/{n}", t)
+            zput(z, f"OEBPS/{n}", t)
     return buf.getvalue()
 
 
@@ -77,11 +82,11 @@ put("load_epub", "deep.epub", epub([("deep.xhtml", "<html><body>" + "<div>" * 50
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 buf = io.BytesIO()
 with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-    z.writestr("_rels/.rels", '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+    zput(z, "_rels/.rels", '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
                '<Relationship Id="r" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
                'Target="word/document.xml"/></Relationships>')
-    z.writestr("word/styles.xml", f'<w:styles xmlns:w="{W}"><w:style w:styleId="H1"><w:name w:val="heading 1"/></w:style></w:styles>')
-    z.writestr("word/document.xml", f'<w:document xmlns:w="{W}"><w:body>'
+    zput(z, "word/styles.xml", f'<w:styles xmlns:w="{W}"><w:style w:styleId="H1"><w:name w:val="heading 1"/></w:style></w:styles>')
+    zput(z, "word/document.xml", f'<w:document xmlns:w="{W}"><w:body>'
                '<w:p><w:pPr><w:pStyle w:val="H1"/></w:pPr><w:r><w:t>Owls</w:t></w:r></w:p>'
                '<w:p><w:r><w:t>Owls hunt </w:t></w:r><w:r><w:tab/><w:t>at night.</w:t></w:r></w:p>'
                '<w:tbl><w:tr><w:tc><w:p><w:r><w:t>猫头鹰</w:t></w:r></w:p></w:tc></w:tr></w:tbl></w:body></w:document>')
