@@ -262,9 +262,23 @@ pub fn rank_order(a: &ChunkHit, b: &ChunkHit) -> std::cmp::Ordering {
     b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk))
 }
 
+/// How a long input a user or client sent is named in an error: its first 80 characters, and
+/// `…` when there is more, so a 4 KB spec or a 64 KB filter is not echoed whole.
+pub fn opening(input: &str) -> String {
+    let start: String = input.chars().take(80).collect();
+    if start.len() < input.len() { format!("{start}…") } else { start }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_input_is_named_by_its_opening() {
+        assert_eq!(opening("mode=bm25"), "mode=bm25");
+        let long = "长".repeat(100);
+        assert_eq!(opening(&long), format!("{}…", "长".repeat(80)));
+    }
 
     #[test]
     fn span_validity_respects_char_boundaries() {

@@ -141,9 +141,8 @@ fn too_long(spec: &str) -> Result<(), Error> {
     if spec.len() <= MAX_SPEC_BYTES {
         return Ok(());
     }
-    let start: String = spec.chars().take(80).collect();
     let message = format!("a strategy of {} bytes; at most {MAX_SPEC_BYTES}", spec.len());
-    Err(Error::Strategy { spec: format!("{start}…"), message })
+    Err(Error::Strategy { spec: ckeep_core::opening(spec), message })
 }
 
 /// Largest `oversample` accepted: beyond it rescoring reads more vectors than a scan would.

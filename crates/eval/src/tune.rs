@@ -20,10 +20,7 @@ pub const MAX_GRID_SPEC_BYTES: usize = 4096;
 /// (`mode=hybrid:linear={0.3,0.5}` is two strategies). Groups do not nest. Read in one pass
 /// without recursion, and stopped as soon as the combinations pass [`MAX_CANDIDATES`].
 pub fn expand_grid(spec: &str) -> Result<Vec<String>, String> {
-    let shown = || -> String {
-        let start: String = spec.chars().take(80).collect();
-        if start.len() < spec.len() { format!("{start}…") } else { start }
-    };
+    let shown = || ckeep_core::opening(spec);
     if spec.len() > MAX_GRID_SPEC_BYTES {
         return Err(format!(
             "`{}`: a strategy grid of {} bytes; at most {MAX_GRID_SPEC_BYTES}",

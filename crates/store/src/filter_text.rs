@@ -88,10 +88,7 @@ impl Parser<'_> {
 
     fn error(&self, what: &str) -> String {
         let column = self.text[..self.at].chars().count() + 1;
-        // A long filter is named by its start, not echoed whole.
-        let shown: String = self.text.chars().take(80).collect();
-        let more = if shown.len() < self.text.len() { "…" } else { "" };
-        format!("filter `{shown}{more}`: at character {column}: {what}")
+        format!("filter `{}`: at character {column}: {what}", ckeep_core::opening(self.text))
     }
 
     /// Takes the keyword `word` (any case) when it stands alone next.

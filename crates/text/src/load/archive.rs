@@ -1,6 +1,7 @@
 //! The zip and XML parts of packaged formats (EPUB, DOCX): members read within one budget per
-//! document and a compression ratio (a zip bomb stops while it inflates) and XML parsed without DTDs (so no entity can
-//! expand), every error naming the member.
+//! document and a compression ratio (a zip bomb stops while it inflates), and XML parsed
+//! without DTDs (so no entity can expand) and nested at most as deep as a page may be; every
+//! error names the member.
 
 use std::io::{Cursor, Read};
 

@@ -283,3 +283,71 @@ impl Reader<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Cursor, Write};
+
+    use ckeep_core::{SourceMap, Span};
+
+    use super::*;
+
+    fn docx(document: &str, styles: &str) -> Vec<u8> {
+        let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let opts = zip::write::SimpleFileOptions::default();
+        let rels = r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#;
+        for (name, text) in
+            [("_rels/.rels", rels), ("word/document.xml", document), ("word/styles.xml", styles)]
+        {
+            zip.start_file(name, opts).unwrap();
+            zip.write_all(text.as_bytes()).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    }
+
+    #[test]
+    fn headings_lists_tables_and_paths() {
+        let w = r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main""#;
+        let styles = format!(
+            r#"<w:styles {w}><w:style w:type="paragraph" w:styleId="Titre1"><w:name w:val="heading 1"/></w:style>
+            <w:style w:type="paragraph" w:styleId="Sub"><w:name w:val="Sub"/><w:basedOn w:val="Titre1"/></w:style>
+            <w:style w:type="paragraph" w:styleId="TM1"><w:name w:val="toc 1"/></w:style></w:styles>"#
+        );
+        let document = format!(
+            r#"<w:document {w}><w:body>
+            <w:p><w:pPr><w:pStyle w:val="TM1"/></w:pPr><w:r><w:t>Contents 3</w:t></w:r></w:p>
+            <w:p><w:pPr><w:pStyle w:val="Titre1"/></w:pPr><w:r><w:t>Orbits</w:t></w:r></w:p>
+            <w:p><w:r><w:t xml:space="preserve">A satellite </w:t></w:r><w:del><w:r><w:delText>not</w:delText></w:r></w:del><w:r><w:t>moves.</w:t><w:tab/><w:t>茶</w:t></w:r></w:p>
+            <w:p><w:pPr><w:numPr><w:ilvl w:val="0"/></w:numPr></w:pPr><w:r><w:t>first</w:t></w:r></w:p>
+            <w:tbl><w:tr><w:tc><w:p><w:r><w:t>Name</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>Value</w:t></w:r></w:p></w:tc></w:tr>
+            <w:tr><w:tc><w:p><w:r><w:t>a|b</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>1</w:t></w:r></w:p></w:tc></w:tr></w:tbl>
+            <w:p><w:pPr><w:pStyle w:val="Sub"/></w:pPr><w:r><w:t>Based on a heading</w:t></w:r></w:p>
+            </w:body></w:document>"#
+        );
+        let word = word(&docx(&document, &styles), 1 << 20).unwrap();
+        let (text, metadata) = word.blocks.finish();
+        assert_eq!(
+            text,
+            "# Orbits\n\nA satellite moves. 茶\n\n- first\n\n| Name | Value |\n| a\\|b | 1 |\n\n# Based on a heading"
+        );
+        let map = SourceMap::of(&metadata).unwrap();
+        let at = |needle: &str| {
+            let start = text.find(needle).unwrap();
+            map.locate(Span::new(start, start + 1)).element.unwrap()
+        };
+        assert_eq!(at("A satellite"), "/w:document/w:body/w:p[3]");
+        assert_eq!(at("| a"), "/w:document/w:body/w:tbl/w:tr[2]");
+    }
+
+    #[test]
+    fn broken_documents_are_named_errors() {
+        assert!(word(b"PK\x03\x04 truncated", 1 << 20).err().unwrap().contains("not a DOCX"));
+        let no_body = docx(
+            r#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>"#,
+            "",
+        );
+        assert!(word(&no_body, 1 << 20).err().unwrap().contains("no w:body"));
+        let bad_xml = docx("<w:document", "");
+        assert!(word(&bad_xml, 1 << 20).err().unwrap().contains("word/document.xml"));
+    }
+}
