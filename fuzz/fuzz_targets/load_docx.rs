@@ -1,6 +1,4 @@
-//! The docx loader on any bytes: an error about the file, never a panic, abort or hang.
+//! `ckeep_fuzz::load_docx` under libFuzzer (crates/fuzz says what it checks).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ckeep_fuzz::load(ckeep_text::load::Format::Docx, data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ckeep_fuzz::load_docx(data));

@@ -1,6 +1,4 @@
-//! The pdf loader on any bytes: an error about the file, never a panic, abort or hang.
+//! `ckeep_fuzz::load_pdf` under libFuzzer (crates/fuzz says what it checks).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ckeep_fuzz::load(ckeep_text::load::Format::Pdf, data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ckeep_fuzz::load_pdf(data));
