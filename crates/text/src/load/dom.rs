@@ -15,8 +15,11 @@ use html5ever::{Attribute, QualName, parse_document};
 /// so a page 50,000 deep (1 KB zipped in an EPUB) would cost the stack and gigabytes of paths.
 pub(crate) const MAX_DEPTH: usize = 256;
 
-/// The page is read in pieces this large, so a page that is too deep stops early.
-const PIECE_BYTES: usize = 16 * 1024;
+/// The page is read in pieces this large, so a page that is too deep stops early. Small,
+/// because the tree builder's work per tag grows with the depth: 16 KiB of `<div>`s reach about
+/// 3,000 deep before the check, and reading the fuzz seeds' two EPUBs took 0.35 s unoptimised
+/// against 0.02 s with 2 KiB pieces (2-core AMD EPYC).
+const PIECE_BYTES: usize = 2 * 1024;
 
 /// A parsed page; node 0 is the document.
 #[derive(Debug)]
