@@ -12,7 +12,7 @@ use ckeep_engine::{
     AnalyzerChoice, Answerer, AskRequest, DedupOptions, DocumentPart, Engine, Inputs, Lease,
     MetadataFilter, ModelSet, PairModel, ReaderPool, SearchRequest, StrategyFields,
 };
-use ckeep_store::{DynStore, StoreRead, StoreWrite};
+use ckeep_store::{DynStore, StoreRead};
 use ckeep_text::{ChunkerSpec, LoadOptions, Loader};
 use pyo3::prelude::*;
 use serde_json::{Value, json};
@@ -298,20 +298,10 @@ impl Store {
     /// Removes documents; none is removed if any id is unknown.
     fn remove(&self, py: Python<'_>, ids: Vec<String>) -> PyResult<usize> {
         detached(py, || {
+            let request = ckeep_engine::RemoveRequest::new(ids)?;
             let mut guard = self.writer(false)?;
             let engine = guard.as_mut().context("the store is not open")?;
-            let missing: Vec<&str> = ids
-                .iter()
-                .filter(|id| matches!(engine.store().document_hash(id), Ok(None)))
-                .map(String::as_str)
-                .collect();
-            if !missing.is_empty() {
-                bail!(usage(format!(
-                    "no such document(s): {}; nothing was removed",
-                    missing.join(", ")
-                )));
-            }
-            Ok(engine.store_mut().remove(&ids)?)
+            Ok(engine.writer().remove(&request)?.removed)
         })
     }
 

@@ -63,6 +63,9 @@ pub enum Error {
     /// No document of that id is stored (user error).
     #[error("no document `{0}` in the store")]
     DocumentNotFound(String),
+    /// Documents a removal named that are not stored; none was removed (user error).
+    #[error("no such document(s): {}; nothing was removed", .0.join(", "))]
+    NotRemoved(Vec<String>),
     /// A request parameter is invalid (user error).
     #[error("{0}")]
     Invalid(String),
@@ -118,7 +121,7 @@ impl Error {
             | Self::AnalyzerMismatch { .. }
             | Self::AnalyzerUnknown { .. }
             | Self::ModelMismatch { .. } => ErrorCode::Conflict,
-            Self::DocumentNotFound(_) => ErrorCode::NotFound,
+            Self::DocumentNotFound(_) | Self::NotRemoved(_) => ErrorCode::NotFound,
             Self::Strategy { .. }
             | Self::Invalid(_)
             | Self::ModelRequired(_)
@@ -150,7 +153,9 @@ impl Error {
             Self::ModelMismatch { stored, .. } => {
                 Some(format!("use --model {stored}, or another --store"))
             }
-            Self::DocumentNotFound(_) => Some("search the store to see the ids it holds".into()),
+            Self::DocumentNotFound(_) | Self::NotRemoved(_) => {
+                Some("search the store to see the ids it holds".into())
+            }
             Self::Unloadable { .. } => {
                 Some("fix or leave out those inputs, or skip them with --keep-going".into())
             }
@@ -272,6 +277,7 @@ mod tests {
             ),
             (Box::new(Error::ModelRequired("m".into())), ErrorCode::InvalidParameter),
             (Box::new(Error::DocumentNotFound("d".into())), ErrorCode::NotFound),
+            (Box::new(Error::NotRemoved(vec!["d".into()])), ErrorCode::NotFound),
             (Box::new(unloadable(true)), ErrorCode::InvalidParameter),
             (Box::new(unloadable(false)), ErrorCode::Internal),
             (

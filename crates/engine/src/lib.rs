@@ -125,3 +125,4 @@ pub use vectors::{ANN_MIN_VECTORS, GraphCheck, VectorIndex, VectorIndexBuild};
 pub use view::{ChunkView, DocumentPart, DocumentView, SpanText};
 #[cfg(feature = "watch")]
 pub use watch::{Changes, ChangesReport, Debounce, FolderWatch};
+pub use writer::{MAX_REMOVE_IDS, RemoveRequest, Removed};

@@ -7,12 +7,85 @@
 
 use ckeep_index::Quantization;
 use ckeep_store::StoreWrite;
+use serde::Serialize;
 
 use crate::engine::Writer;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::vectors::VectorIndexBuild;
 
+/// Most ids one removal may name: a request (HTTP, MCP, Python) names its documents, and a
+/// longer list is a mistake or an attack, not a removal.
+pub const MAX_REMOVE_IDS: usize = 10_000;
+
+/// Documents to remove, by id: all or none (every front end's `rm`, `DELETE /documents/ID`,
+/// `Store.remove`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoveRequest {
+    ids: Vec<String>,
+}
+
+impl RemoveRequest {
+    /// The removal of `ids` (repeats are one); refuses no id, an empty id, or more than
+    /// [`MAX_REMOVE_IDS`].
+    pub fn new(ids: impl IntoIterator<Item = impl Into<String>>) -> Result<Self> {
+        let mut unique: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for id in ids {
+            let id = id.into();
+            if id.is_empty() {
+                return Err(Error::Invalid("a document id is empty".into()));
+            }
+            if seen.contains(&id) {
+                continue;
+            }
+            if unique.len() == MAX_REMOVE_IDS {
+                return Err(Error::Invalid(format!(
+                    "at most {MAX_REMOVE_IDS} documents can be removed at once"
+                )));
+            }
+            seen.insert(id.clone());
+            unique.push(id);
+        }
+        if unique.is_empty() {
+            return Err(Error::Invalid("name at least one document to remove".into()));
+        }
+        Ok(Self { ids: unique })
+    }
+
+    /// The ids, each once, in the order given.
+    pub fn ids(&self) -> &[String] {
+        &self.ids
+    }
+}
+
+/// What a removal did (the JSON every front end prints).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Removed {
+    /// How many documents were removed: all that were named.
+    pub removed: usize,
+    /// Their ids.
+    pub ids: Vec<String>,
+}
+
 impl<S: StoreWrite> Writer<'_, S> {
+    /// Removes the documents `request` names and everything derived from them; when one of
+    /// them is not stored, removes none and names the missing ones ([`Error::NotRemoved`],
+    /// `not_found`).
+    pub fn remove(&mut self, request: &RemoveRequest) -> Result<Removed> {
+        let store = &mut self.engine.store;
+        let mut missing = Vec::new();
+        for id in &request.ids {
+            if store.document_hash(id)?.is_none() {
+                missing.push(id.clone());
+            }
+        }
+        if !missing.is_empty() {
+            return Err(Error::NotRemoved(missing));
+        }
+        let removed = store.remove(&request.ids)?;
+        Ok(Removed { removed, ids: request.ids.clone() })
+    }
+
     /// Holds stored representation `repr` (`None`: every one the store has) as `kind` in
     /// memory for dense search, recorded in the manifest so every reader does the same.
     /// Summary representations are document-level and few, so they stay float32.

@@ -2,9 +2,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::bail;
-use ckeep_store::{StoreRead, StoreWrite};
-
 use crate::output::{Output, human_bytes, outln};
 use clap::Args;
 
@@ -56,18 +53,12 @@ pub fn stats(store: &str, out: &Output) -> anyhow::Result<ExitCode> {
 }
 
 pub fn rm(store: &str, args: &RmArgs, out: &Output) -> anyhow::Result<ExitCode> {
-    let mut engine = super::open(store)?;
-    let missing: Vec<&String> =
-        args.ids.iter().filter(|id| matches!(engine.store().document_hash(id), Ok(None))).collect();
-    if !missing.is_empty() {
-        let list: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
-        bail!("no such document(s): {}; nothing was removed", list.join(", "));
-    }
-    let removed = engine.store_mut().remove(&args.ids)?;
+    let request = ckeep_engine::RemoveRequest::new(&args.ids)?;
+    let removed = super::open(store)?.writer().remove(&request)?;
     if out.json {
-        out.print_json(&serde_json::json!({"removed": removed, "ids": args.ids}))?;
+        out.print_json(&removed)?;
     } else {
-        outln!("removed {removed} document(s)");
+        outln!("removed {} document(s)", removed.removed);
     }
     Ok(ExitCode::SUCCESS)
 }

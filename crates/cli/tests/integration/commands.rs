@@ -88,8 +88,12 @@ fn changed_documents_are_replaced_and_rm_removes() {
     assert!(json(&store, &["search", "apples"])["results"].as_array().unwrap().is_empty());
     assert_eq!(json(&store, &["search", "pears"])["results"][0]["doc_id"], f);
     let (code, err) = fails(&store, &["rm", f, "nope"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "naming a document that is not there is the caller's mistake");
     assert!(err.contains("no such document(s): nope"));
+    let out = crate::run(&store, &["--json", "rm", "nope"]);
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let code = &body["error"]["code"];
+    assert_eq!((out.status.code(), code), (Some(2), &serde_json::json!("not_found")));
     assert_eq!(json(&store, &["rm", f])["removed"], 1);
     assert_eq!(snapshot(&store), (0, 0, true));
 }
@@ -507,4 +511,28 @@ fn diversify_lets_a_near_copy_give_way() {
     let (code, err) = fails(&store, &["search", "river", "--diversify", "mmr:1.5"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("from 0 to 1"), "{err}");
+}
+
+#[test]
+fn a_command_line_that_does_not_parse_is_a_json_error_with_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    for args in [
+        &["--json", "search", "--mode", "nonsense", "x"][..],
+        &["search", "x", "--json", "--no-such-flag"],
+    ] {
+        let out = crate::run(&store, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(body["error"]["code"], "invalid_parameter", "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("nonsense") || message.contains("--no-such-flag"), "{body}");
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "));
+    }
+    // Without --json (or with it only after `--`, as a value), clap's own text on stderr.
+    for args in [&["search", "--mode", "nonsense", "x"][..], &["search", "--bad", "--", "--json"]] {
+        let out = crate::run(&store, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }

@@ -13,6 +13,7 @@ mod multilingual;
 mod postgres;
 mod quantized;
 mod readers;
+mod remove;
 mod representations;
 mod rerank;
 mod segments;

@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use ckeep_core::{Document, Span};
 use ckeep_engine::{DocumentPart, DocumentView};
-use ckeep_store::{StoreRead, StoreWrite};
+use ckeep_store::StoreRead;
 use ckeep_text::ChunkerSpec;
 use serde::{Deserialize, Serialize};
 
@@ -343,12 +343,8 @@ pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<StatusCode, ApiError> {
-    let id = doc_id(id)?;
-    let missing = ckeep_engine::Error::DocumentNotFound(id.clone());
-    let removed = state.workers.write(move |e| Ok(e.store_mut().remove(&[id])?)).await?;
-    if removed == 0 {
-        return Err(missing.into());
-    }
+    let request = ckeep_engine::RemoveRequest::new([doc_id(id)?])?;
+    state.workers.write(move |e| Ok(e.writer().remove(&request)?)).await?;
     state.wrote();
     Ok(StatusCode::NO_CONTENT)
 }
