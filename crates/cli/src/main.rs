@@ -22,6 +22,12 @@ pub use ckeep_engine::UsageError;
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.use_stderr() && asks_for_json(std::env::args_os()) => {
+            // With --json, a command line clap refuses is answered like any other mistake.
+            let body = usage_body(&e);
+            Output::new(true, false).error(&body);
+            return ExitCode::from(body.code.exit_code());
+        }
         Err(e) => {
             // clap prints help/version on stdout and errors on stderr, with exit code 0 or 2.
             let _ = e.print();
@@ -39,6 +45,26 @@ fn main() -> ExitCode {
             out.error(&body);
             ExitCode::from(body.code.exit_code())
         }
+    }
+}
+
+/// Whether a command line that did not parse asked for `--json` (before any `--`, after which
+/// words are values).
+fn asks_for_json(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    args.skip(1).take_while(|a| a != "--").any(|a| a == "--json")
+}
+
+/// clap's refusal as the error body every front end answers with: `invalid_parameter`, its
+/// first line the message, the rest (possible values, where to read more) the hint.
+fn usage_body(e: &clap::Error) -> ckeep_engine::ErrorBody {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let message = lines.next().unwrap_or("invalid command line");
+    let hint: Vec<&str> = lines.collect();
+    ckeep_engine::ErrorBody {
+        code: ckeep_engine::ErrorCode::InvalidParameter,
+        message: message.strip_prefix("error: ").unwrap_or(message).to_string(),
+        hint: (!hint.is_empty()).then(|| hint.join(" ")),
     }
 }
 
