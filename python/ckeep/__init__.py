@@ -29,6 +29,18 @@ from ._ckeep import (
     UsageError,
     __version__,
 )
+# An error raised in Python (a bad argument found before the engine) has its class's code; one
+# from the engine carries its own (`not_found`, `conflict`, …) and a `hint`, as the CLI's and the
+# server's JSON errors do.
+for _class, _code in (
+    (CkeepError, "internal"),
+    (StoreError, "internal"),
+    (ModelError, "model_unavailable"),
+    (UsageError, "invalid_parameter"),
+):
+    _class.code = _code
+    _class.hint = None
+
 from ._ckeep import Embedder as _NativeEmbedder
 from ._ckeep import known_extensions as _known_extensions
 from ._ckeep import Store as _NativeStore

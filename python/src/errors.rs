@@ -28,18 +28,26 @@ create_exception!(
 );
 
 /// Maps an error to its exception class by the engine's table, as every front end answers
-/// an error (the typed error nearest the top of its chain decides).
+/// an error (the typed error nearest the top of its chain decides). The exception carries the
+/// body's stable `code` (`not_found`, …) and `hint`, as the CLI's and the server's JSON do.
 pub fn to_py(err: &anyhow::Error) -> PyErr {
     let body = ckeep_eval::Error::body(err.as_ref(), format!("{err:#}"));
     let message = match &body.hint {
         Some(hint) => format!("{} ({hint})", body.message),
-        None => body.message,
+        None => body.message.clone(),
     };
-    match body.code.rendering().python {
+    let exception = match body.code.rendering().python {
         "UsageError" => UsageError::new_err(message),
         "ModelError" => ModelError::new_err(message),
         _ => StoreError::new_err(message),
-    }
+    };
+    Python::attach(|py| {
+        let value = exception.value(py);
+        // Setting an attribute on a fresh exception object cannot fail.
+        let _ = value.setattr("code", body.code.as_str());
+        let _ = value.setattr("hint", body.hint.as_deref());
+    });
+    exception
 }
 
 /// Runs `job` without the GIL; its errors and panics come back as Python exceptions.

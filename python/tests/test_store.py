@@ -198,12 +198,17 @@ def test_bad_input_raises_and_loses_nothing(tmp_path: Path) -> None:
     store.remove(["zh"])
     assert store.stats()["stats"]["documents"] == 1
     assert store.check()["ok"]
-    with pytest.raises(ckeep.UsageError):
+    with pytest.raises(ckeep.UsageError) as bad_mode:
         store.search("alpha", mode="sideways")
+    assert bad_mode.value.code == "invalid_parameter"
     with pytest.raises(ckeep.UsageError, match="no document"):
         store.show("zzz")
-    with pytest.raises(ckeep.UsageError, match="nothing was removed"):
+    with pytest.raises(ckeep.UsageError, match="nothing was removed") as missing:
         store.remove(["a", "zzz"])
+    assert (missing.value.code, missing.value.hint) == (
+        "not_found",
+        "search the store to see the ids it holds",
+    )
     with pytest.raises(ckeep.UsageError):
         ckeep.Store(tmp_path / "nowhere").search("alpha")
     with pytest.raises(ckeep.ModelError):
