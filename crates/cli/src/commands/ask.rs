@@ -17,7 +17,8 @@ pub struct AskArgs {
     /// Who answers: a language model (a name installed with `ckeep model pull`, or a .gguf
     /// file), an OpenAI-compatible chat server as URL#MODEL (llama.cpp's server, Ollama, vLLM,
     /// OpenAI; key from CKEEP_API_KEY or OPENAI_API_KEY), or `none` for the context's best
-    /// sentences without a model [default: qwen2.5-coder-0.5b-instruct].
+    /// sentences without a model [default: the first installed of qwen2.5-coder-1.5b-instruct and
+    /// qwen2.5-coder-0.5b-instruct, else the best sentences with a note].
     #[arg(long, value_name = "MODEL|URL#MODEL|none")]
     pub llm: Option<String>,
     /// Tokens of context the answer is written from: the best passages that fit, merged where
@@ -69,6 +70,9 @@ pub fn run(store: &str, args: &AskArgs, no_cache: bool, out: &Output) -> anyhow:
 fn render(answer: &Answer, streamed: bool, out: &Output) -> anyhow::Result<()> {
     if answer.abstained && streamed {
         outln!("{}", answer.answer);
+    }
+    if let Some(note) = &answer.note {
+        out.note(note);
     }
     let withheld = answer.sentences.iter().filter(|s| s.withheld).count();
     if withheld > 0 {

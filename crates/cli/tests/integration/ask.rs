@@ -206,6 +206,31 @@ fn bad_questions_stores_and_models_are_clear_errors_that_change_nothing() {
 }
 
 #[test]
+fn with_no_model_installed_the_default_answer_is_the_best_sentences_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = corpus_store(dir.path());
+    let models = dir.path().join("no-models");
+    let ask = |args: &[&str]| {
+        crate::ckeep(&store).env("CKEEP_MODELS", &models).args(args).output().unwrap()
+    };
+    let out = ask(&["--json", "ask", QUESTION]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["answerer"], "extractive");
+    let note = answer["note"].as_str().expect("a note on how to install a model");
+    assert!(note.contains("ckeep model pull qwen2.5-coder-1.5b-instruct"), "{note}");
+    // The same answer `--llm none` gives, which carries no note.
+    let none: Value =
+        serde_json::from_slice(&ask(&["--json", "ask", QUESTION, "--llm", "none"]).stdout).unwrap();
+    assert_eq!(essence(&answer), essence(&none));
+    assert!(none.get("note").is_none(), "{none}");
+    // On the terminal, the note goes to stderr.
+    let out = ask(&["ask", QUESTION]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no language model is installed"));
+}
+
+#[test]
 fn eval_answers_scores_squad_2_with_abstention() {
     let dir = tempfile::tempdir().unwrap();
     let squad = data_dir().join("squad_dev");

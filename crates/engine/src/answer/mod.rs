@@ -27,7 +27,8 @@ pub use context::{Assembly, Passage};
 pub use locate::{Found, MatchKind, locate};
 
 use crate::defaults::{
-    ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS, DEFAULT_LLM, MAX_ANSWER_TOKENS, MAX_CONTEXT_TOKENS,
+    ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS, DEFAULT_LLM, DEFAULT_LLMS, MAX_ANSWER_TOKENS,
+    MAX_CONTEXT_TOKENS,
 };
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -96,16 +97,36 @@ impl AskRequest {
 pub enum Answerer {
     /// The context's best sentences (no language model).
     Extractive,
+    /// The context's best sentences because no language model is installed and none was
+    /// named: an answer all the same, with a note on how to install one.
+    NoModel,
     /// A language model: local (a GGUF) or a chat server.
     Model(Box<dyn Generator>),
 }
 
+/// The default language model: the first of [`DEFAULT_LLMS`] that is installed, in a build
+/// that runs local models (the `llm` feature).
+pub fn default_llm() -> Option<&'static str> {
+    if !cfg!(feature = "llm") {
+        return None;
+    }
+    DEFAULT_LLMS.iter().copied().find(|name| ckeep_llm::gguf_path(name).is_ok())
+}
+
 impl Answerer {
     /// What `--llm SPEC` names: `none` (extractive), a model name or `.gguf` file, or a chat
-    /// server `URL[#MODEL]`; no spec, the installed default model. Answers are cached in
-    /// `cache` when given (the same question over the same context is not generated twice).
+    /// server `URL[#MODEL]`; no spec, the installed default model ([`default_llm`]), or the
+    /// extractive answer when none is installed ([`Answerer::NoModel`], never an error).
+    /// Answers are cached in `cache` when given (the same question over the same context is
+    /// not generated twice).
     pub fn load(spec: Option<&str>, cache: Option<&Path>) -> Result<Self> {
-        let spec = spec.unwrap_or(DEFAULT_LLM);
+        let spec = match spec {
+            Some(spec) => spec,
+            None => match default_llm() {
+                Some(name) => name,
+                None => return Ok(Self::NoModel),
+            },
+        };
         if spec.eq_ignore_ascii_case("none") {
             return Ok(Self::Extractive);
         }
@@ -119,14 +140,31 @@ impl Answerer {
     /// The model's name, or `extractive`.
     pub fn name(&self) -> &str {
         match self {
-            Self::Extractive => "extractive",
+            Self::Extractive | Self::NoModel => "extractive",
             Self::Model(m) => m.name(),
+        }
+    }
+
+    /// What a reader should know about who answered: that no model is installed, and how to
+    /// install one.
+    pub fn note(&self) -> Option<String> {
+        match self {
+            Self::NoModel if cfg!(feature = "llm") => Some(format!(
+                "no language model is installed, so the sources' best sentences answer; for a \
+                 written answer, `ckeep model pull {DEFAULT_LLM}`"
+            )),
+            Self::NoModel => Some(
+                "this build runs no local language model, so the sources' best sentences \
+                 answer; for a written answer, name a chat server as URL#MODEL"
+                    .into(),
+            ),
+            Self::Extractive | Self::Model(_) => None,
         }
     }
 
     fn count_tokens(&self, text: &str) -> usize {
         match self {
-            Self::Extractive => ckeep_llm::estimate_tokens(text),
+            Self::Extractive | Self::NoModel => ckeep_llm::estimate_tokens(text),
             Self::Model(m) => m.count_tokens(text),
         }
     }
@@ -150,6 +188,10 @@ pub struct Answer {
     pub strategy: String,
     /// The model that wrote the answer, or `extractive`.
     pub answerer: String,
+    /// What a reader should know about who answered (no model installed, and how to install
+    /// one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// How the context was assembled.
     pub context: Assembly,
     /// Tokens read and written by the model (zero for an extractive answer).
@@ -264,6 +306,7 @@ impl AskRequest {
             passages,
             strategy: response.strategy.clone(),
             answerer: answerer.name().to_string(),
+            note: answerer.note(),
             context: assembly,
             tokens: Tokens::default(),
             timings: Timings { search_ms: ms(started.elapsed()), ..Timings::default() },
@@ -271,7 +314,7 @@ impl AskRequest {
         let writing = Instant::now();
         match answerer {
             _ if answer.passages.is_empty() => answer.abstained = true,
-            Answerer::Extractive => {
+            Answerer::Extractive | Answerer::NoModel => {
                 let strategy = searcher.resolve(&self.search)?;
                 let model =
                     searcher.manifest().model.is_some().then(|| searcher.own_model(&strategy));

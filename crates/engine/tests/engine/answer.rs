@@ -260,7 +260,9 @@ fn long_documents(
 #[test]
 #[ignore = "real tier (scripts/test.sh): the installed language model and ../shared/data"]
 fn the_local_model_answers_squad_and_cmrc_with_located_citations() {
-    let model = Answerer::load(None, None).expect("ckeep model pull qwen2.5-coder-0.5b-instruct");
+    // The model CI installs, named: the default is whichever is installed first in line.
+    let model = Answerer::load(Some("qwen2.5-coder-0.5b-instruct"), None)
+        .expect("ckeep model pull qwen2.5-coder-0.5b-instruct");
     for (docs, queries) in [
         ("squad_dev/longdoc-v1.1.docs.jsonl", "squad_dev/longdoc-v1.1.queries.jsonl"),
         ("zh/retrieval/cmrc2018/dev/docs.jsonl", "zh/retrieval/cmrc2018/dev/queries.jsonl"),

@@ -21,7 +21,8 @@ pub struct EvalAnswersArgs {
     pub strategies: Vec<Strategy>,
     /// Who answers (repeat the flag for several; every strategy is run with each): a model
     /// name or .gguf file, an OpenAI-compatible server as URL#MODEL, or `none` for the
-    /// extractive answer [default: qwen2.5-coder-0.5b-instruct].
+    /// extractive answer [default: the first installed of qwen2.5-coder-1.5b-instruct and
+    /// qwen2.5-coder-0.5b-instruct, else `none`].
     #[arg(long = "llm", value_name = "MODEL|URL#MODEL|none")]
     pub llms: Vec<String>,
     /// Tokens of context per answer.
@@ -56,7 +57,7 @@ pub(super) fn run(
         args.strategies.clone()
     };
     let llms = if args.llms.is_empty() {
-        vec![ckeep_engine::DEFAULT_LLM.to_string()]
+        vec![ckeep_engine::default_llm().unwrap_or("none").to_string()]
     } else {
         args.llms.clone()
     };
