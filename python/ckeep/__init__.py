@@ -342,8 +342,9 @@ class Store:
 
         ``llm``: ``"none"`` answers with the context's best sentences (no model); a chat server
         ``"URL#MODEL"`` (llama.cpp's server, Ollama, vLLM, OpenAI) writes the answer. This wheel
-        has no local language model yet, so the default (the installed GGUF model) works from
-        the ``ckeep`` binary only. ``strict`` leaves out sentences without a located citation.
+        has no local language model yet, so without ``llm`` the answer is the context's best
+        sentences, with a ``note`` saying so (the ``ckeep`` binary uses its installed model).
+        ``strict`` leaves out sentences without a located citation.
         The search options (``mode``, ``strategy``, ``k``, …) are :meth:`search`'s.
         """
         unknown = sorted(set(options) - _SEARCH_OPTIONS)
