@@ -30,8 +30,9 @@ pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
 /// The language models `ask` writes with when the user names none: the first of them that is
 /// installed (none: the sources' best sentences, with a note on how to install one). The 1.5B
 /// answered better than the 0.5B on SQuAD v1.1 (first 20 questions by id, BM25, 1,500 context
-/// tokens, 2-core AMD EPYC, 2026-12-07, `ckeep eval answers`: token F1 40.2 against 21.2, gold
-/// answer contained 40 % against 25 %; issue 83), at about 3x the time a token.
+/// tokens, 2-core AMD EPYC with AVX-512, 2026-12-07, `ckeep eval answers`: token F1 40.2
+/// against 21.2, gold answer contained 40 % against 25 %; issue 83), at about 3x the time a
+/// token.
 pub const DEFAULT_LLMS: &[&str] = &["qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct"];
 
 /// The model `ckeep model pull` is told to install when none is: the better of
