@@ -43,35 +43,24 @@ pub const TARGETS: &[Target] = &[
     Target { name: "search_fields", run: search_fields },
 ];
 
-/// The PDF loader on any bytes.
-pub fn load_pdf(data: &[u8]) {
-    load(Format::Pdf, data);
+/// One target per loader: `$name` reads any bytes as a file of `$format`.
+macro_rules! loader_targets {
+    ($($name:ident: $format:ident),* $(,)?) => {$(
+        #[doc = concat!("The ", stringify!($format), " loader on any bytes.")]
+        pub fn $name(data: &[u8]) {
+            load(Format::$format, data);
+        }
+    )*};
 }
 
-/// The HTML loader on any bytes.
-pub fn load_html(data: &[u8]) {
-    load(Format::Html, data);
-}
-
-/// The EPUB loader on any bytes.
-pub fn load_epub(data: &[u8]) {
-    load(Format::Epub, data);
-}
-
-/// The DOCX loader on any bytes.
-pub fn load_docx(data: &[u8]) {
-    load(Format::Docx, data);
-}
-
-/// The Jupyter notebook loader on any bytes.
-pub fn load_notebook(data: &[u8]) {
-    load(Format::Notebook, data);
-}
-
-/// The JSONL loader on any bytes.
-pub fn load_jsonl(data: &[u8]) {
-    load(Format::Jsonl, data);
-}
+loader_targets!(
+    load_pdf: Pdf,
+    load_html: Html,
+    load_epub: Epub,
+    load_docx: Docx,
+    load_notebook: Notebook,
+    load_jsonl: Jsonl,
+);
 
 /// Loads `data` as a file of `format`. Whatever loads keeps the loader's promises: some text,
 /// and a source map whose blocks start inside it, in order.
